@@ -16,7 +16,7 @@ GO_TEST_FLAGS ?= -p 2 -timeout 30m
 # Areas append to these: prerequisites of `make test`, environment for `go test`,
 # and extra test steps run after `go test`.
 TEST_DEPS  :=
-TEST_ENV   :=
+TEST_ENV   := LONGHORN_REQUIRE_TOOLS=1
 TEST_STEPS :=
 GENERATE_STEPS := proto
 
