@@ -101,6 +101,9 @@ func (st *state) chain() ([]string, error) {
 // repair is set), opens the live chain and builds the location index from
 // the files' data extents.
 func loadState(dir string, opts *Options, repair bool) (*state, error) {
+	if _, err := os.Stat(dir); errors.Is(err, fs.ErrNotExist) {
+		return nil, fmt.Errorf("%w: %s", ErrNotExist, dir)
+	}
 	if repair {
 		if err := sweepTmp(dir); err != nil {
 			return nil, err
@@ -173,7 +176,8 @@ func (st *state) readDisks(dir string) error {
 			}
 			return err
 		}
-		st.disks[strings.TrimSuffix(n, metaSuffix)] = &d
+		d.Name = strings.TrimSuffix(n, metaSuffix) // as Longhorn: the file name wins
+		st.disks[d.Name] = &d
 	}
 	return nil
 }

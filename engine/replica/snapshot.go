@@ -168,6 +168,7 @@ func (s *Store) adoptSnapshot(oldHead, snapFile, newHead string, snapMeta, headM
 	st := s.st
 	parent := st.disks[oldHead].Parent
 	delete(st.disks, oldHead)
+	snapMeta.Name = snapFile // later rewrites carry the file name, as Longhorn's
 	st.disks[snapFile], st.disks[newHead] = snapMeta, headMeta
 	if parent != "" {
 		delete(st.children[parent], oldHead)
