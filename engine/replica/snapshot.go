@@ -134,6 +134,9 @@ func (s *Store) snapshotLocked(op, name string, userCreated bool, created string
 		return err
 	}
 	// Committed. A failure to remove the old names is repaired on open.
+	if err := hook(op + ":committed"); err != nil {
+		return err
+	}
 	_ = removeFiles(s.dir, oldHead, MetaFileName(oldHead))
 	_ = syncDir(s.dir)
 	s.adoptSnapshot(oldHead, snapFile, newHead, &snapMeta, &headMeta, f, size)
@@ -255,6 +258,9 @@ func (s *Store) Revert(name, created string) error {
 	if err != nil {
 		_ = writeJSONAtomic(s.dir, VolumeMetaFile, &st.meta)
 		_ = removeFiles(s.dir, newHead, MetaFileName(newHead))
+		return err
+	}
+	if err := hook("revert:committed"); err != nil {
 		return err
 	}
 	_ = removeDiskFiles(s.dir, oldHead)
