@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -258,10 +257,13 @@ func TestVolumeMetaInterruptedWrite(t *testing.T) {
 
 func TestOpenRejectsBrokenChains(t *testing.T) {
 	for _, c := range []struct {
-		name  string
-		break_ func(dir string)
+		name   string
+		breakIt func(dir string)
 	}{
-		{"missing parent meta", func(dir string) { os.Remove(filepath.Join(dir, "volume-snap-a.img.meta")); os.Remove(filepath.Join(dir, "volume-snap-a.img")) }},
+		{"missing parent meta", func(dir string) {
+			os.Remove(filepath.Join(dir, "volume-snap-a.img.meta"))
+			os.Remove(filepath.Join(dir, "volume-snap-a.img"))
+		}},
 		{"missing data of a kept snapshot", func(dir string) { os.Remove(filepath.Join(dir, "volume-snap-a.img")) }},
 		{"loop", func(dir string) {
 			m, _ := encodeJSON(&DiskMeta{Name: "volume-snap-a.img", Parent: "volume-head-001.img"})
@@ -273,7 +275,7 @@ func TestOpenRejectsBrokenChains(t *testing.T) {
 			s := newStore(t, 4*ss, Options{})
 			s.Snapshot("a", true, "", nil)
 			s.Close()
-			c.break_(s.dir)
+			c.breakIt(s.dir)
 			_, err := Open(s.dir, Options{})
 			if !errors.Is(err, ErrCorrupt) {
 				t.Fatalf("got %v", err)
@@ -283,5 +285,4 @@ func TestOpenRejectsBrokenChains(t *testing.T) {
 			}
 		})
 	}
-	_ = fmt.Sprint
 }
