@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
 
@@ -186,4 +187,59 @@ func views(t testing.TB, s *Store) map[string][]byte {
 
 func contextWithCancel(t testing.TB) (context.Context, context.CancelFunc) {
 	return context.WithCancel(t.Context())
+}
+
+// diskFiles is every disk's own data and parent, read from the files once:
+// a cheaper form of fileView for checking many disks.
+type diskFiles map[string]struct {
+	parent string
+	data   map[int64][]byte
+}
+
+func ownData(t testing.TB, dir string, size int64) diskFiles {
+	t.Helper()
+	out := diskFiles{}
+	for _, n := range fileNames(t, dir) {
+		if n == VolumeMetaFile || !strings.HasSuffix(n, metaSuffix) {
+			continue
+		}
+		disk := strings.TrimSuffix(n, metaSuffix)
+		var m DiskMeta
+		if err := readJSON(filepath.Join(dir, n), &m); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(filepath.Join(dir, disk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exts, err := sparse.DataExtents(f, 0, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := map[int64][]byte{}
+		for _, e := range exts {
+			for sec := e.Offset / ss; sec < (e.End()+ss-1)/ss; sec++ {
+				b := make([]byte, ss)
+				if _, err := f.ReadAt(b, sec*ss); err != nil && err != io.EOF {
+					t.Fatal(err)
+				}
+				data[sec] = b
+			}
+		}
+		f.Close()
+		out[disk] = struct {
+			parent string
+			data   map[int64][]byte
+		}{m.Parent, data}
+	}
+	return out
+}
+
+func (d diskFiles) view(disk string, sec int64) []byte {
+	for cur := disk; cur != ""; cur = d[cur].parent {
+		if b, ok := d[cur].data[sec]; ok {
+			return b
+		}
+	}
+	return make([]byte, ss)
 }

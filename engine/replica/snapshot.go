@@ -137,8 +137,7 @@ func (s *Store) snapshotLocked(op, name string, userCreated bool, created string
 	if err := hook(op + ":committed"); err != nil {
 		return err
 	}
-	_ = removeFiles(s.dir, oldHead, MetaFileName(oldHead))
-	_ = syncDir(s.dir)
+	_ = removeFiles(s.dir, oldHead, MetaFileName(oldHead)) // no dir fsync needed: see repair
 	s.adoptSnapshot(oldHead, snapFile, newHead, &snapMeta, &headMeta, f, size)
 	return nil
 }
