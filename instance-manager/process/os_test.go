@@ -17,8 +17,6 @@ import (
 
 func TestMain(m *testing.M) {
 	testproc.MaybeRun()
-	// Children of this test binary run as listener processes.
-	os.Setenv(testproc.EnvVar, "1")
 	os.Exit(m.Run())
 }
 
@@ -56,7 +54,7 @@ func newOSManager(t *testing.T, ports int) *Manager {
 
 func listenerSpec(t *testing.T, name string, ports int32, extra ...string) Spec {
 	return Spec{
-		Name: name, Binary: selfBinary(t), Args: append([]string{"--lines", "3"}, extra...),
+		Name: name, Binary: selfBinary(t), Args: append([]string{testproc.Arg, "--lines", "3"}, extra...),
 		PortCount: ports, PortArgs: []string{"--listen,127.0.0.1:"},
 	}
 }

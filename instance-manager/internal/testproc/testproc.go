@@ -1,8 +1,8 @@
 // Package testproc is a tiny stand-in for engine and replica processes in
 // tests of the instance manager: a test binary calls MaybeRun from TestMain,
-// and when the environment variable EnvVar is "1" the binary acts as a
-// listener process instead of running tests. It is started by the process
-// manager like any binary, with flags:
+// and when its first argument is Arg the binary acts as a listener process
+// instead of running tests. It is started by the process manager like any
+// binary, with Arg followed by flags:
 //
 //	--listen ADDR       listen on ADDR (repeatable); accepted connections are closed
 //	--delay DUR         wait before listening
@@ -22,20 +22,21 @@ import (
 	"time"
 )
 
-// EnvVar switches a test binary into listener mode.
-const EnvVar = "LONGHORN_IM_TESTPROC"
+// Arg, as the first argument, switches a test binary into listener mode.
+const Arg = "--testproc"
 
 type listens []string
 
 func (l *listens) String() string     { return fmt.Sprint(*l) }
 func (l *listens) Set(s string) error { *l = append(*l, s); return nil }
 
-// MaybeRun runs the listener and exits when EnvVar is "1"; otherwise it returns.
+// MaybeRun runs the listener and exits when the first argument is Arg;
+// otherwise it returns.
 func MaybeRun() {
-	if os.Getenv(EnvVar) != "1" {
+	if len(os.Args) < 2 || os.Args[1] != Arg {
 		return
 	}
-	os.Exit(run(os.Args[1:]))
+	os.Exit(run(os.Args[2:]))
 }
 
 func run(args []string) int {
