@@ -230,10 +230,30 @@ func (st *state) repair(dir string) error {
 			delete(st.disks, name)
 		}
 	}
+	if err := removeStaleHeadData(dir, st.meta.Head); err != nil {
+		return err
+	}
 	if err := st.removeHeadLinks(dir, headStat); err != nil {
 		return err
 	}
 	return st.repairMissingData(dir)
+}
+
+// removeStaleHeadData removes volume-head-*.img files other than head (a
+// new head created just before a crash, before its .meta was written).
+func removeStaleHeadData(dir, head string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if IsHeadFileName(e.Name()) && e.Name() != head {
+			if err := removeDiskFiles(dir, e.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // removeHeadLinks removes volume-snap-*.img files that are hard links of the

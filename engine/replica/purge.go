@@ -193,10 +193,16 @@ func (s *Store) removeLeaf(disk string) error {
 	if len(st.children[disk]) != 0 || st.layerIndex(disk) != 0 {
 		return nil // changed meanwhile; a later purge decides again
 	}
+	if err := hook("remove:data"); err != nil {
+		return err
+	}
 	if err := removeFiles(s.dir, disk, disk+checksumSuffix); err != nil {
 		return err
 	}
 	// The .meta goes last: a crash before this is finished on open.
+	if err := hook("remove:meta"); err != nil {
+		return err
+	}
 	if err := removeFiles(s.dir, MetaFileName(disk)); err != nil {
 		return err
 	}
@@ -253,6 +259,9 @@ func (s *Store) replaceLocked(parent, child string) error {
 	cm := *st.disks[child]
 	cm.Parent = st.disks[parent].Parent
 	err := s.step("coalesce:child-meta", func() error { return writeJSONAtomic(s.dir, MetaFileName(child), &cm) })
+	if err == nil {
+		err = hook("coalesce:committed")
+	}
 	if err == nil {
 		err = removeFiles(s.dir, MetaFileName(parent), parent+checksumSuffix, child+checksumSuffix)
 	}
