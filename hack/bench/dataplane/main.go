@@ -37,7 +37,7 @@ type options struct {
 	size                                              int64
 	duration, ramp                                    time.Duration
 	rounds                                            int
-	keep, strict                                      bool
+	keep, strict, syscalls                            bool
 }
 
 func parseFlags() options {
@@ -53,6 +53,7 @@ func parseFlags() options {
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (covers in-process rows such as f)")
 	flag.IntVar(&o.rounds, "rounds", 1, "runs of every job per row; the median (by IOPS) is reported")
 	flag.BoolVar(&o.keep, "keep", false, "keep the benchmark directory (fio outputs, server logs)")
+	flag.BoolVar(&o.syscalls, "syscalls", false, "count the servers' system calls per I/O with perf stat")
 	flag.BoolVar(&o.strict, "strict", false, "exit 1 when a row misses its target ratio")
 	flag.Parse()
 	return o
@@ -111,7 +112,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	}
 	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, Procs: &procs{dir: dir}}
 	defer env.Procs.stopAll()
-	fr := &fioRunner{dir: dir, size: o.size, duration: o.duration, ramp: o.ramp}
+	fr := &fioRunner{dir: dir, size: o.size, duration: o.duration, ramp: o.ramp, syscalls: o.syscalls}
 
 	fmt.Printf("bench-dataplane: %d rows x %d jobs, %v each (+%v ramp), range %d MiB, dir %s\n",
 		len(selected), len(js), o.duration, o.ramp, o.size>>20, dir)
