@@ -52,13 +52,13 @@ const (
 // bhs is a Basic Header Segment (RFC 7143 11.2.1): 48 bytes, big endian.
 type bhs [bhsLen]byte
 
-func (h *bhs) opcode() byte      { return h[0] & 0x3f }
-func (h *bhs) immediate() bool   { return h[0]&0x40 != 0 }
-func (h *bhs) final() bool       { return h[1]&0x80 != 0 }
-func (h *bhs) ahsLen() int       { return int(h[4]) * 4 }
-func (h *bhs) dataLen() int      { return int(h[5])<<16 | int(h[6])<<8 | int(h[7]) }
-func (h *bhs) lun() uint64       { return binary.BigEndian.Uint64(h[8:16]) }
-func (h *bhs) itt() uint32       { return binary.BigEndian.Uint32(h[16:20]) }
+func (h *bhs) opcode() byte       { return h[0] & 0x3f }
+func (h *bhs) immediate() bool    { return h[0]&0x40 != 0 }
+func (h *bhs) final() bool        { return h[1]&0x80 != 0 }
+func (h *bhs) ahsLen() int        { return int(h[4]) * 4 }
+func (h *bhs) dataLen() int       { return int(h[5])<<16 | int(h[6])<<8 | int(h[7]) }
+func (h *bhs) lun() uint64        { return binary.BigEndian.Uint64(h[8:16]) }
+func (h *bhs) itt() uint32        { return binary.BigEndian.Uint32(h[16:20]) }
 func (h *bhs) u32(off int) uint32 { return binary.BigEndian.Uint32(h[off : off+4]) }
 func (h *bhs) u16(off int) uint16 { return binary.BigEndian.Uint16(h[off : off+2]) }
 

@@ -272,4 +272,3 @@ func (w *writer) encodeDataIn(p *outPDU, hd, dd bool, maxSeg int, exp, mx uint32
 	}
 	return nil
 }
-

@@ -159,7 +159,7 @@ func (lu *LU) deviceIdentification() []byte {
 	desc(0x01, 0x14, true, rel) // binary, target port, relative target port
 	if lu.cfg.TargetName != "" {
 		desc(0x03, 0x18, true, iscsiName(fmt.Sprintf("%s,t,0x%04x", lu.cfg.TargetName, lu.cfg.RelativePortID))) // UTF-8, target port, SCSI name
-		desc(0x03, 0x28, true, iscsiName(lu.cfg.TargetName))                                                     // UTF-8, target device, SCSI name
+		desc(0x03, 0x28, true, iscsiName(lu.cfg.TargetName))                                                    // UTF-8, target device, SCSI name
 	}
 	return out
 }

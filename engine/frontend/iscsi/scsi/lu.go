@@ -107,12 +107,12 @@ type LU struct {
 	swp      atomic.Bool
 	dsense   atomic.Bool
 
-	mu       sync.Mutex
-	ua       map[string][]ASC
-	nexuses  map[string]bool
-	prevent  map[string]bool
-	res2     string // SPC-2 RESERVE holder port, "" when none
-	pr       prState
+	mu      sync.Mutex
+	ua      map[string][]ASC
+	nexuses map[string]bool
+	prevent map[string]bool
+	res2    string // SPC-2 RESERVE holder port, "" when none
+	pr      prState
 }
 
 // ErrNoLU is returned by NewLU for a configuration it cannot serve.

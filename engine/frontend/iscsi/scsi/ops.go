@@ -53,12 +53,12 @@ const (
 
 // op flags
 const (
-	flagNoUA   = 1 << iota // not failed by a pending unit attention
-	flagMedium             // needs a started unit (NOT READY when stopped)
-	flagRead               // reads the medium: conflicts with exclusive-access reservations
-	flagWrite              // modifies the medium or state: conflicts with every reservation type
-	flagPRExempt           // never a reservation conflict
-	flagRes2Exempt         // allowed while another nexus holds an SPC-2 reservation
+	flagNoUA       = 1 << iota // not failed by a pending unit attention
+	flagMedium                 // needs a started unit (NOT READY when stopped)
+	flagRead                   // reads the medium: conflicts with exclusive-access reservations
+	flagWrite                  // modifies the medium or state: conflicts with every reservation type
+	flagPRExempt               // never a reservation conflict
+	flagRes2Exempt             // allowed while another nexus holds an SPC-2 reservation
 )
 
 type opInfo struct {

@@ -227,7 +227,7 @@ func (lu *LU) getLBAStatus(c *Command) (Result, *Error) {
 	out := make([]byte, 8, 8+16*maxDesc)
 	ar, _ := lu.be.(AllocationReporter)
 	for len(out) < 8+16*maxDesc && lba < blocks {
-		mapped, n := true, (blocks-lba)
+		mapped, n := true, (blocks - lba)
 		if ar != nil {
 			m, nb, err := ar.Allocated(int64(lba)*BlockSize, int64(n)*BlockSize)
 			if err != nil {
