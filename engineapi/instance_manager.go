@@ -151,6 +151,9 @@ func (c *InstanceManagerClient) InstanceWatch(ctx context.Context) (*InstanceWat
 	if _, err := s.Header(); err != nil {
 		return nil, c.fail("InstanceWatch", err)
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, c.fail("InstanceWatch", err)
+	}
 	return &InstanceWatcher{c: c, s: s}, nil
 }
 
