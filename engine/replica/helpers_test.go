@@ -243,3 +243,5 @@ func (d diskFiles) view(disk string, sec int64) []byte {
 	}
 	return make([]byte, ss)
 }
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -221,7 +221,17 @@ func (s *Store) removeLeaf(disk string) error {
 // result over child. The copy needs no lock: parent and child are read-only
 // layers, and the child's data lands in parent only where the child (or a
 // newer layer) holds the sector, so no reader of parent sees it change.
+// Meanwhile UnmapAt leaves both alone (see folding): punching them under the
+// copy could let old data land in parent after the punch.
 func (s *Store) coalesce(ctx context.Context, parent, child string, progress sparse.Progress) error {
+	s.mu.Lock()
+	s.folding = map[string]bool{parent: true, child: true}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.folding = nil
+		s.mu.Unlock()
+	}()
 	pf, err := os.OpenFile(filepath.Join(s.dir, parent), os.O_RDWR, 0)
 	if err != nil {
 		return err
@@ -306,8 +316,8 @@ func (s *Store) dropLayerLocked(i int) {
 	st.loc.remap(&table)
 }
 
-// pruneChunk is how many sectors prune examines per shared-lock hold.
-const pruneChunk = 1024
+// pruneChunk is how many sectors (64 MiB) prune examines per shared-lock hold.
+const pruneChunk = 16384
 
 // prune punches out of disk (removed, in the live chain) every sector a
 // newer layer holds. It holds the shared lock chunk by chunk; purgeMu keeps

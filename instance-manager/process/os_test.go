@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/longhorn-go/longhorn/instance-manager/internal/testproc"
+	"github.com/longhorn-go/longhorn/internal/testproc"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 )
 

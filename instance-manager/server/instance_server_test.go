@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 
 	"github.com/longhorn-go/longhorn/instance-manager/imrpc"
-	"github.com/longhorn-go/longhorn/instance-manager/internal/testproc"
+	"github.com/longhorn-go/longhorn/internal/testproc"
 )
 
 func instanceSpec(name, typ string, ports int32) *imrpc.InstanceSpec {

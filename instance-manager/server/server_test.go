@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/longhorn-go/longhorn/instance-manager/imrpc"
-	"github.com/longhorn-go/longhorn/instance-manager/internal/testproc"
 	"github.com/longhorn-go/longhorn/instance-manager/process"
+	"github.com/longhorn-go/longhorn/internal/testproc"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 )
 
