@@ -239,6 +239,7 @@ type clientConn struct {
 	pending map[uint32]*Op
 	queue   net.Buffers
 	spare   net.Buffers
+	wbuf    net.Buffers // the slice being written; a field so WriteTo does not allocate
 	writing bool
 	broken  error
 }
@@ -279,8 +280,9 @@ func (cc *clientConn) flushLocked() {
 		bufs := cc.queue
 		cc.queue = cc.spare[:0]
 		cc.mu.Unlock()
-		w := bufs
-		_, err := w.WriteTo(cc.nc)
+		cc.wbuf = bufs
+		_, err := cc.wbuf.WriteTo(cc.nc)
+		cc.wbuf = nil
 		clear(bufs)
 		cc.mu.Lock()
 		cc.spare = bufs[:0]

@@ -147,6 +147,7 @@ type serverConn struct {
 	br *bufio.Reader
 
 	out    net.Buffers
+	wbuf   net.Buffers // the slice being written; a field so WriteTo does not allocate
 	hdrs   [maxBatchMsgs * HeaderSize]byte
 	nhdr   int
 	nbytes int
@@ -277,8 +278,9 @@ func (c *serverConn) flush() error {
 	if c.nhdr == 0 {
 		return nil
 	}
-	bufs := c.out
-	_, err := bufs.WriteTo(c.nc)
+	c.wbuf = c.out
+	_, err := c.wbuf.WriteTo(c.nc)
+	c.wbuf = nil
 	clear(c.out)
 	c.out = c.out[:0]
 	c.nhdr, c.nbytes = 0, 0
