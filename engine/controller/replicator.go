@@ -72,9 +72,12 @@ var (
 
 // backend is one replica on the data path.
 type backend struct {
-	addr string
+	addr string // "tcp://HOST:P"
 	mode atomic.Int32 // Mode
-	data *dataconn.Client
+	data *dataconn.Client // nil for a replica that was unreachable when added
+	rem  *remote          // nil in replicator-only tests
+	// instanceName is the replica's --replica-instance-name, when known.
+	instanceName string
 	// errMsg is why the replica became ERR (guarded by errMu).
 	errMu  sync.Mutex
 	errMsg string
@@ -94,8 +97,8 @@ type replicator struct {
 	// ioMu held exclusively, and read without locks by markERR.
 	set atomic.Pointer[[]*backend]
 	rr  atomic.Uint32
-	// expanding and woCount are read on the I/O path under ioMu.
-	expanding bool
+	// expanding is set while an expansion runs (unmap is refused then).
+	expanding atomic.Bool
 
 	// sectorLocks serialize read-modify-write of partial sectors.
 	sectorLocks [64]sync.Mutex
@@ -271,7 +274,7 @@ func (r *replicator) UnmapAt(length uint32, off int64) (int, error) {
 	if err := r.checkRange(int(length), off); err != nil {
 		return 0, err
 	}
-	if r.expanding {
+	if r.expanding.Load() {
 		return 0, ErrExpanding
 	}
 	for _, b := range r.list() {
