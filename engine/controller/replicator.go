@@ -72,8 +72,8 @@ var (
 
 // backend is one replica on the data path.
 type backend struct {
-	addr string // "tcp://HOST:P"
-	mode atomic.Int32 // Mode
+	addr string           // "tcp://HOST:P"
+	mode atomic.Int32     // Mode
 	data *dataconn.Client // nil for a replica that was unreachable when added
 	rem  *remote          // nil in replicator-only tests
 	// instanceName is the replica's --replica-instance-name, when known.
@@ -91,7 +91,7 @@ func (b *backend) getMode() Mode { return Mode(b.mode.Load()) }
 // by every request and exclusively by anything that must see no I/O in flight
 // (snapshot, membership changes, expansion).
 type replicator struct {
-	ioMu     sync.RWMutex
+	ioMu sync.RWMutex
 	size int64 // guarded by ioMu
 	// set is the replica list. It is replaced (never changed in place) with
 	// ioMu held exclusively, and read without locks by markERR.
