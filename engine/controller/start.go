@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
@@ -71,6 +72,17 @@ func (c *Controller) Start(ctx context.Context, addrs []string, size, currentSiz
 		c.admit(ctx, cd)
 	}
 	c.pickNewest(ctx, salvage)
+	if len(c.targets(ModeRW)) == 0 {
+		err := fmt.Errorf("%w: no replica usable among %v: %s", ErrPrecondition, norm, c.errSummary())
+		c.r.ioMu.Lock()
+		bs := c.r.list()
+		c.r.setList(nil)
+		c.r.ioMu.Unlock()
+		for _, b := range bs {
+			closeBackend(b)
+		}
+		return err
+	}
 	c.mu.Lock()
 	c.started = true
 	c.mu.Unlock()
@@ -78,6 +90,17 @@ func (c *Controller) Start(ctx context.Context, addrs []string, size, currentSiz
 		return c.startFrontend(ctx, c.opts.Frontend)
 	}
 	return nil
+}
+
+// errSummary lists why replicas are ERR.
+func (c *Controller) errSummary() string {
+	var parts []string
+	for _, r := range c.Replicas() {
+		if r.Mode == ModeERR {
+			parts = append(parts, r.Address+": "+r.Error)
+		}
+	}
+	return strings.Join(parts, "; ")
 }
 
 func normalizeAll(addrs []string) ([]string, error) {
