@@ -134,8 +134,10 @@ func (s *Store) snapshotLocked(op, name string, userCreated bool, created string
 		return err
 	}
 	// Committed. A failure to remove the old names is repaired on open.
-	_ = removeFiles(s.dir, oldHead, MetaFileName(oldHead))
-	_ = syncDir(s.dir)
+	if err := hook(op + ":committed"); err != nil {
+		return err
+	}
+	_ = removeFiles(s.dir, oldHead, MetaFileName(oldHead)) // no dir fsync needed: see repair
 	s.adoptSnapshot(oldHead, snapFile, newHead, &snapMeta, &headMeta, f, size)
 	return nil
 }
@@ -255,6 +257,9 @@ func (s *Store) Revert(name, created string) error {
 	if err != nil {
 		_ = writeJSONAtomic(s.dir, VolumeMetaFile, &st.meta)
 		_ = removeFiles(s.dir, newHead, MetaFileName(newHead))
+		return err
+	}
+	if err := hook("revert:committed"); err != nil {
 		return err
 	}
 	_ = removeDiskFiles(s.dir, oldHead)
