@@ -29,7 +29,7 @@ func writeSparse(t *testing.T, path string, size int64, seed int64) {
 	rng := rand.New(rand.NewSource(seed))
 	for i := 0; i < 20; i++ {
 		off := rng.Int63n(size/4096) * 4096
-		n := min(int64(1+rng.Intn(1200))*4096, size-off)
+		n := min(int64(1+rng.Intn(300))*4096, size-off)
 		buf := make([]byte, n)
 		rng.Read(buf)
 		if _, err := f.WriteAt(buf, off); err != nil {
