@@ -138,11 +138,20 @@ func (w *InstanceWatcher) Recv() (*Instance, error) {
 	return instanceFromRPC(r), nil
 }
 
-// InstanceWatch starts a stream of instance changes. It runs until ctx ends,
-// so ctx is not given DefaultCallTimeout; cancel it to stop watching.
+// InstanceWatch starts a stream of instance changes and returns once the
+// instance manager subscribed it: every change after the return is
+// delivered (list after InstanceWatch to know the state it starts from). It
+// runs until ctx ends, so ctx is not given DefaultCallTimeout; cancel it to
+// stop watching.
 func (c *InstanceManagerClient) InstanceWatch(ctx context.Context) (*InstanceWatcher, error) {
 	s, err := c.inst.InstanceWatch(ctx, &imrpc.Empty{})
 	if err != nil {
+		return nil, c.fail("InstanceWatch", err)
+	}
+	if _, err := s.Header(); err != nil {
+		return nil, c.fail("InstanceWatch", err)
+	}
+	if err := ctx.Err(); err != nil {
 		return nil, c.fail("InstanceWatch", err)
 	}
 	return &InstanceWatcher{c: c, s: s}, nil

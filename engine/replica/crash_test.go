@@ -257,7 +257,7 @@ func TestVolumeMetaInterruptedWrite(t *testing.T) {
 
 func TestOpenRejectsBrokenChains(t *testing.T) {
 	for _, c := range []struct {
-		name   string
+		name    string
 		breakIt func(dir string)
 	}{
 		{"missing parent meta", func(dir string) {

@@ -316,8 +316,8 @@ func (s *Store) dropLayerLocked(i int) {
 	st.loc.remap(&table)
 }
 
-// pruneChunk is how many sectors prune examines per shared-lock hold.
-const pruneChunk = 1024
+// pruneChunk is how many sectors (64 MiB) prune examines per shared-lock hold.
+const pruneChunk = 16384
 
 // prune punches out of disk (removed, in the live chain) every sector a
 // newer layer holds. It holds the shared lock chunk by chunk; purgeMu keeps

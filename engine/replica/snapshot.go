@@ -25,6 +25,7 @@ func (s *Store) Snapshot(name string, userCreated bool, created string, labels m
 	if err := ValidateSnapshotName(name); err != nil {
 		return err
 	}
+	s.presync()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -34,6 +35,17 @@ func (s *Store) Snapshot(name string, userCreated bool, created string, labels m
 		return err
 	}
 	return s.snapshotLocked("snapshot", name, userCreated, created, labels, s.st.meta.Size)
+}
+
+// presync writes the head's dirty data back before the exclusive lock is
+// taken, so the fdatasync under the lock (which stalls client I/O) only
+// covers what was written in between. Errors are left to that second sync.
+func (s *Store) presync() {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.closed {
+		_ = unix.Fdatasync(int(s.st.head().f.Fd()))
+	}
 }
 
 // checkSizeLimitLocked applies snapshot-max-size as Longhorn's
@@ -194,6 +206,7 @@ func (s *Store) Expand(size int64) error {
 	if size <= 0 || size%SectorSize != 0 {
 		return errf("expand", "size", ErrInvalidSize, "%d, want a positive multiple of %d", size, SectorSize)
 	}
+	s.presync()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {

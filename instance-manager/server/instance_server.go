@@ -132,7 +132,7 @@ func (s *instanceServer) InstanceLog(req *imrpc.InstanceLogRequest, stream grpc.
 }
 
 func (s *instanceServer) InstanceWatch(_ *imrpc.Empty, stream grpc.ServerStreamingServer[imrpc.InstanceResponse]) error {
-	return watch(stream.Context(), s.m, func(i process.Info) error {
+	return watch(stream, s.m, func(i process.Info) error {
 		if i.Meta.Type == "" {
 			return nil
 		}

@@ -47,6 +47,9 @@ func TestInstanceLifecycle(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if _, err := w.Header(); err != nil { // subscribed: no later change is missed
+		t.Fatal(err)
+	}
 	// A plain process is not an instance and is not reported on InstanceWatch.
 	if _, err := im.pm.ProcessCreate(ctx, &imrpc.ProcessCreateRequest{Spec: &imrpc.ProcessSpec{Name: "plain", Binary: im.self, Args: []string{testproc.Arg}, PortCount: 1, PortArgs: []string{"--listen,127.0.0.1:"}}}); err != nil {
 		t.Fatal(err)

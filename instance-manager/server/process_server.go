@@ -6,6 +6,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/longhorn-go/longhorn/instance-manager/imrpc"
@@ -62,7 +63,7 @@ func (s *processServer) ProcessLog(req *imrpc.LogRequest, stream grpc.ServerStre
 }
 
 func (s *processServer) ProcessWatch(_ *imrpc.Empty, stream grpc.ServerStreamingServer[imrpc.ProcessResponse]) error {
-	return watch(stream.Context(), s.m, func(i process.Info) error {
+	return watch(stream, s.m, func(i process.Info) error {
 		return stream.Send(processResponse(i))
 	})
 }
@@ -98,12 +99,18 @@ func versionResponse() *imrpc.VersionResponse {
 	}
 }
 
-// watch sends every process event accepted by send until ctx ends. It ends
-// with Unavailable when the manager shuts down and ResourceExhausted when the
+// watch sends every process event accepted by send until the stream ends.
+// The response headers go out once the subscription exists, so a client that
+// waited for them (engineapi does) misses no later change. It ends with
+// Unavailable when the manager shuts down and ResourceExhausted when the
 // client fell too far behind (it must re-list and watch again).
-func watch(ctx context.Context, m *process.Manager, send func(process.Info) error) error {
+func watch(stream grpc.ServerStream, m *process.Manager, send func(process.Info) error) error {
 	sub := m.Subscribe()
 	defer sub.Close()
+	if err := stream.SendHeader(metadata.MD{}); err != nil {
+		return err
+	}
+	ctx := stream.Context()
 	for {
 		select {
 		case <-ctx.Done():

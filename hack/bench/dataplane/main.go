@@ -34,6 +34,7 @@ import (
 
 type options struct {
 	dir, targets, jobs, longhorn, jsonOut, cpuProfile string
+	replicaFlags, controllerFlags                     string
 	size                                              int64
 	duration, ramp                                    time.Duration
 	rounds                                            int
@@ -49,6 +50,8 @@ func parseFlags() options {
 	flag.StringVar(&o.targets, "targets", "", "comma-separated row keys (default: every registered row)")
 	flag.StringVar(&o.jobs, "jobs", "", "comma-separated job names (default: all)")
 	flag.StringVar(&o.longhorn, "longhorn", "", "longhorn binary for the engine rows")
+	flag.StringVar(&o.replicaFlags, "replica-flags", "", "extra flags for `longhorn engine replica` (space-separated), e.g. --disable-revision-counter")
+	flag.StringVar(&o.controllerFlags, "controller-flags", "", "extra flags for `longhorn engine controller` (space-separated)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write results as JSON to this file")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (covers in-process rows such as f)")
 	flag.IntVar(&o.rounds, "rounds", 1, "runs of every job per row; the median (by IOPS) is reported")
@@ -110,7 +113,8 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, Procs: &procs{dir: dir}}
+	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, Procs: &procs{dir: dir},
+		ReplicaFlags: strings.Fields(o.replicaFlags), ControllerFlags: strings.Fields(o.controllerFlags)}
 	defer env.Procs.stopAll()
 	fr := &fioRunner{dir: dir, size: o.size, duration: o.duration, ramp: o.ramp, syscalls: o.syscalls}
 
