@@ -219,7 +219,7 @@ func (c *conn) dispatch(t *task) {
 	}
 	t.wg.Add(1)
 	c.execWG.Add(1)
-	go c.execute(t)
+	c.t.pool.run(job{c, t})
 }
 
 func (c *conn) execute(t *task) {

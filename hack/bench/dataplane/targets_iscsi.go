@@ -150,8 +150,7 @@ func retry(ctx context.Context, timeout time.Duration, f func() error) error {
 // startISCSIFile is row (g): our iSCSI target in the harness process over a
 // preallocated file.
 func startISCSIFile(ctx context.Context, env *Env) (*Endpoint, error) {
-	ep, err := iscsiEndpoint("127.0.0.1:1", "x") // fio check first
-	if err != nil {
+	if _, err := fioLibiscsi(); err != nil {
 		return nil, err
 	}
 	img := filepath.Join(env.Dir, "iscsi-frontend.img")
@@ -170,7 +169,8 @@ func startISCSIFile(ctx context.Context, env *Env) (*Endpoint, error) {
 		_ = f.Close()
 		return nil, err
 	}
-	if ep, err = iscsiEndpoint(tg.Addr().String(), iscsi.IQN("vol")); err != nil {
+	ep, err := iscsiEndpoint(tg.Addr().String(), iscsi.IQN("vol"))
+	if err != nil {
 		_ = tg.Shutdown()
 		_ = f.Close()
 		return nil, err
@@ -194,57 +194,13 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		if err := engineAvailable(ctx, env.Longhorn); err != nil {
 			return nil, err
 		}
-		size := strconv.FormatInt(env.Size, 10)
 		var started []*proc
 		stop := func() {
 			for i := len(started) - 1; i >= 0; i-- {
 				started[i].stop()
 			}
 		}
-		ctlArgs := []string{"engine", "controller", "vol", "--size", size, "--frontend", "iscsi"}
-		for i := range n {
-			name := fmt.Sprintf("iscsi%d-replica%d", n, i)
-			dir := filepath.Join(env.Dir, name)
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				stop()
-				return nil, err
-			}
-			port, err := freePortRange(replicaPorts)
-			if err != nil {
-				stop()
-				return nil, err
-			}
-			addr := "127.0.0.1:" + strconv.Itoa(port)
-			p, err := env.Procs.start(name, env.Longhorn, "engine", "replica", dir, "--size", size, "--listen", addr)
-			if err != nil {
-				stop()
-				return nil, err
-			}
-			started = append(started, p)
-			if err := waitTCP(ctx, "127.0.0.1:"+strconv.Itoa(port+1), 30*time.Second); err != nil {
-				stop()
-				return nil, fmt.Errorf("replica %d: %w (see %s.log)", i, err, p.name)
-			}
-			ctlArgs = append(ctlArgs, "--replica", "tcp://"+addr)
-		}
-		ports, err := freePortRange(2)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		portal := "127.0.0.1:" + strconv.Itoa(ports)
-		ctlArgs = append(ctlArgs, "--iscsi-listen", portal, "--listen", "127.0.0.1:"+strconv.Itoa(ports+1))
-		ctl, err := env.Procs.start(fmt.Sprintf("iscsi%d-controller", n), env.Longhorn, ctlArgs...)
-		if err != nil {
-			stop()
-			return nil, err
-		}
-		started = append(started, ctl)
-		if err := waitTCP(ctx, portal, 60*time.Second); err != nil {
-			stop()
-			return nil, fmt.Errorf("controller: %w (see %s.log)", err, ctl.name)
-		}
-		ep, err := iscsiEndpoint(portal, iscsi.IQN("vol"))
+		ep, err := startISCSIEngine(ctx, env, n, &started)
 		if err != nil {
 			stop()
 			return nil, err
@@ -255,4 +211,47 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		ep.Stop = stop
 		return ep, nil
 	}
+}
+
+// startISCSIEngine starts the replicas and the controller, appending every
+// process to started (the caller stops them on error).
+func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*Endpoint, error) {
+	size := strconv.FormatInt(env.Size, 10)
+	ctlArgs := []string{"engine", "controller", "vol", "--size", size, "--frontend", "iscsi"}
+	for i := range n {
+		name := fmt.Sprintf("iscsi%d-replica%d", n, i)
+		dir := filepath.Join(env.Dir, name)
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, err
+		}
+		port, err := freePortRange(replicaPorts)
+		if err != nil {
+			return nil, err
+		}
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		p, err := env.Procs.start(name, env.Longhorn, "engine", "replica", dir, "--size", size, "--listen", addr)
+		if err != nil {
+			return nil, err
+		}
+		*started = append(*started, p)
+		if err := waitTCP(ctx, "127.0.0.1:"+strconv.Itoa(port+1), 30*time.Second); err != nil {
+			return nil, fmt.Errorf("replica %d: %w (see %s.log)", i, err, p.name)
+		}
+		ctlArgs = append(ctlArgs, "--replica", "tcp://"+addr)
+	}
+	ports, err := freePortRange(2)
+	if err != nil {
+		return nil, err
+	}
+	portal := "127.0.0.1:" + strconv.Itoa(ports)
+	ctlArgs = append(ctlArgs, "--iscsi-listen", portal, "--listen", "127.0.0.1:"+strconv.Itoa(ports+1))
+	ctl, err := env.Procs.start(fmt.Sprintf("iscsi%d-controller", n), env.Longhorn, ctlArgs...)
+	if err != nil {
+		return nil, err
+	}
+	*started = append(*started, ctl)
+	if err := waitTCP(ctx, portal, 60*time.Second); err != nil {
+		return nil, fmt.Errorf("controller: %w (see %s.log)", err, ctl.name)
+	}
+	return iscsiEndpoint(portal, iscsi.IQN("vol"))
 }
