@@ -257,7 +257,7 @@ func (c *Controller) startFrontend(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := f.Startup(ctx, c.opts.Name, c.r.Size(), &c.r); err != nil {
+	if err := f.Startup(context.WithoutCancel(ctx), c.opts.Name, c.r.Size(), &c.r); err != nil {
 		return fmt.Errorf("start frontend %s: %w", name, err)
 	}
 	c.mu.Lock()
