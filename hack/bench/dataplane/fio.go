@@ -122,8 +122,8 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 	args := append(f.commonArgs(j), ep.FioArgs...)
 	args = append(args, "--output-format=json", "--output="+out)
 	var counts <-chan map[string]SyscallCounts
-	if f.syscalls && len(ep.Processes) > 0 {
-		counts = countSyscalls(ctx, ep.Processes, f.ramp, f.duration)
+	if ps := ep.processes(); f.syscalls && len(ps) > 0 {
+		counts = countSyscalls(ctx, ps, f.ramp, f.duration)
 	}
 	if err := f.exec(ctx, ep, args, time.Duration(2)*(f.duration+f.ramp)+time.Minute); err != nil {
 		return Result{Err: err.Error()}

@@ -45,7 +45,18 @@ type Endpoint struct {
 	FioArgs []string
 	// Processes are the server processes (for -syscalls); Stop ends them.
 	Processes []Process
-	Stop      func()
+	// Pids are server processes without a name (reported as "pid N").
+	Pids []int
+	Stop func()
+}
+
+// processes returns Processes plus the unnamed Pids.
+func (e *Endpoint) processes() []Process {
+	out := append([]Process(nil), e.Processes...)
+	for _, p := range e.Pids {
+		out = append(out, Process{Name: fmt.Sprintf("pid %d", p), Pid: p})
+	}
+	return out
 }
 
 // Process names one server process of a row.
