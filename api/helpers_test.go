@@ -24,19 +24,19 @@ const ns = types.DefaultNamespace
 
 // apiEnv is an API server over a started datastore.
 type apiEnv struct {
-	t      *testing.T
+	t      testing.TB
 	srv    *httptest.Server
 	ds     *datastore.DataStore
 	client versioned.Interface
 }
 
 // newFakeEnv serves the API over a fake clientset holding objs (unit tests).
-func newFakeEnv(t *testing.T, opts Options, objs ...runtime.Object) *apiEnv {
+func newFakeEnv(t testing.TB, opts Options, objs ...runtime.Object) *apiEnv {
 	t.Helper()
 	return newEnv(t, fake.NewSimpleClientset(objs...), opts)
 }
 
-func newEnv(t *testing.T, client versioned.Interface, opts Options) *apiEnv {
+func newEnv(t testing.TB, client versioned.Interface, opts Options) *apiEnv {
 	t.Helper()
 	ds, err := datastore.New(ns, client, 0)
 	if err != nil {
@@ -111,3 +111,5 @@ func testVolume(name string, state longhorn.VolumeState, robustness longhorn.Vol
 		Spec:   longhorn.VolumeSpec{Size: 1 << 30, NumberOfReplicas: 3, DataEngine: longhorn.DataEngineTypeV1, Frontend: longhorn.VolumeFrontendBlockDev},
 		Status: longhorn.VolumeStatus{State: state, Robustness: robustness}}
 }
+
+var metavOpts = metav1.GetOptions{}

@@ -8,6 +8,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
@@ -80,14 +81,21 @@ func (s *Server) updateSetting(ctx context.Context, r *http.Request, u urls) (in
 	if err := types.ValidateSetting(string(def.Name), in.Value); err != nil {
 		return 0, nil, err
 	}
-	obj, err := s.ds.GetSetting(ctx, def.Name)
-	switch {
-	case apierrors.IsNotFound(err):
-		obj, err = s.ds.CreateSetting(ctx, &longhorn.Setting{ObjectMeta: metav1.ObjectMeta{Name: string(def.Name)}, Value: in.Value})
-	case err == nil:
-		obj.Value = in.Value
-		obj, err = s.ds.UpdateSetting(ctx, obj)
-	}
+	var obj *longhorn.Setting
+	err = retry.RetryOnConflict(writeBackoff, func() error {
+		cur, err := s.ds.GetSetting(ctx, def.Name)
+		switch {
+		case apierrors.IsNotFound(err):
+			obj, err = s.ds.CreateSetting(ctx, &longhorn.Setting{ObjectMeta: metav1.ObjectMeta{Name: string(def.Name)}, Value: in.Value})
+			if apierrors.IsAlreadyExists(err) { // created meanwhile; the cache will show it
+				return apierrors.NewConflict(longhorn.Resource("settings"), string(def.Name), err)
+			}
+		case err == nil:
+			cur.Value = in.Value
+			obj, err = s.ds.UpdateSetting(ctx, cur)
+		}
+		return err
+	})
 	if err != nil {
 		return 0, nil, err
 	}
@@ -145,33 +153,49 @@ func (s *Server) updateNode(ctx context.Context, r *http.Request, u urls) (int, 
 	if err := decodeBody(r, &in); err != nil {
 		return 0, nil, err
 	}
-	n, err := s.ds.GetNode(ctx, r.PathValue("name"))
+	var tags []string
+	if in.Tags != nil {
+		var err error
+		if tags, err = cleanTags("tags", *in.Tags); err != nil {
+			return 0, nil, err
+		}
+	}
+	if in.InstanceManagerCPURequest != nil && *in.InstanceManagerCPURequest < 0 {
+		return 0, nil, invalidInput("instanceManagerCPURequest", "must be at least 0 (millicpu), got %d", *in.InstanceManagerCPURequest)
+	}
+	return s.editNode(ctx, u, r.PathValue("name"), func(n *longhorn.Node) {
+		if in.AllowScheduling != nil {
+			n.Spec.AllowScheduling = *in.AllowScheduling
+		}
+		if in.EvictionRequested != nil {
+			n.Spec.EvictionRequested = *in.EvictionRequested
+		}
+		if in.Tags != nil {
+			n.Spec.Tags = tags
+		}
+		if in.InstanceManagerCPURequest != nil {
+			n.Spec.InstanceManagerCPURequest = *in.InstanceManagerCPURequest
+		}
+	})
+}
+
+// editNode applies edit to a fresh copy of node name and writes it,
+// retrying on conflicts; it answers with the node resource.
+func (s *Server) editNode(ctx context.Context, u urls, name string, edit func(*longhorn.Node)) (int, any, error) {
+	var out *longhorn.Node
+	err := retry.RetryOnConflict(writeBackoff, func() error {
+		n, err := s.ds.GetNode(ctx, name)
+		if err != nil {
+			return err
+		}
+		edit(n)
+		out, err = s.ds.UpdateNode(ctx, n)
+		return err
+	})
 	if err != nil {
 		return 0, nil, err
 	}
-	if in.AllowScheduling != nil {
-		n.Spec.AllowScheduling = *in.AllowScheduling
-	}
-	if in.EvictionRequested != nil {
-		n.Spec.EvictionRequested = *in.EvictionRequested
-	}
-	if in.Tags != nil {
-		tags, err := cleanTags("tags", *in.Tags)
-		if err != nil {
-			return 0, nil, err
-		}
-		n.Spec.Tags = tags
-	}
-	if in.InstanceManagerCPURequest != nil {
-		if *in.InstanceManagerCPURequest < 0 {
-			return 0, nil, invalidInput("instanceManagerCPURequest", "must be at least 0 (millicpu), got %d", *in.InstanceManagerCPURequest)
-		}
-		n.Spec.InstanceManagerCPURequest = *in.InstanceManagerCPURequest
-	}
-	if n, err = s.ds.UpdateNode(ctx, n); err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, u.node(n, s.nodeAddress(ctx, n.Name)), nil
+	return http.StatusOK, u.node(out, s.nodeAddress(ctx, out.Name)), nil
 }
 
 // cleanTags trims, de-duplicates and sorts tags; an empty tag or one with
@@ -225,15 +249,7 @@ func (s *Server) nodeAction(ctx context.Context, r *http.Request, u urls) (int, 
 		}
 		in.Disks[name] = d
 	}
-	n, err := s.ds.GetNode(ctx, r.PathValue("name"))
-	if err != nil {
-		return 0, nil, err
-	}
-	n.Spec.Disks = in.Disks
-	if n, err = s.ds.UpdateNode(ctx, n); err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, u.node(n, s.nodeAddress(ctx, n.Name)), nil
+	return s.editNode(ctx, u, r.PathValue("name"), func(n *longhorn.Node) { n.Spec.Disks = in.Disks })
 }
 
 // ---- engine images, instance managers, volume attachments (read-only)

@@ -5,9 +5,11 @@ import (
 	"net/http"
 	"slices"
 	"strconv"
+	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/util/retry"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -124,12 +126,17 @@ func (s *Server) attach(ctx context.Context, r *http.Request, u urls, v *longhor
 	return s.volumeOK(ctx, u, v)
 }
 
+// writeBackoff retries a write whose conflict comes from a cache that has
+// not yet seen the previous write (ours or a controller's): up to about 5 s.
+var writeBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 2, Cap: time.Second}
+
 // editAttachment applies edit to the volume's VolumeAttachment (created if
 // missing) and writes it, retrying on conflicts. edit returns false when
 // there is nothing to write.
 func (s *Server) editAttachment(ctx context.Context, volume string, edit func(*longhorn.VolumeAttachment) bool) error {
-	return retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	return retry.RetryOnConflict(writeBackoff, func() error {
 		va, err := s.ds.GetVolumeAttachment(ctx, volume)
+		exists := err == nil
 		if apierrors.IsNotFound(err) {
 			va = &longhorn.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: volume},
 				Spec: longhorn.VolumeAttachmentSpec{Volume: volume}}
@@ -142,7 +149,7 @@ func (s *Server) editAttachment(ctx context.Context, volume string, edit func(*l
 		if !edit(va) {
 			return nil
 		}
-		if va.ResourceVersion == "" {
+		if !exists {
 			_, err = s.ds.CreateVolumeAttachment(ctx, va)
 			if apierrors.IsAlreadyExists(err) {
 				// The volume controller created it meanwhile: retry as an update.
@@ -274,7 +281,7 @@ func (s *Server) updateReplicaCount(ctx context.Context, r *http.Request, u urls
 // retrying on conflicts.
 func (s *Server) updateVolumeSpec(ctx context.Context, u urls, name string, edit func(*longhorn.VolumeSpec)) (int, any, error) {
 	var out *longhorn.Volume
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	err := retry.RetryOnConflict(writeBackoff, func() error {
 		v, err := s.ds.GetVolume(ctx, name)
 		if err != nil {
 			return err
