@@ -163,15 +163,21 @@ func ctlAddReplica(e *ctlEnv) error {
 		if err != nil {
 			return err
 		}
-		s := st.GetStatus()[addr]
-		switch s.GetState() {
-		case controller.RebuildComplete:
-			fmt.Fprintf(e.out, "rebuild of %s complete\n", addr)
-			return nil
-		case controller.RebuildError:
+		if s, ok := st.GetStatus()[addr]; ok && s.GetState() == controller.RebuildError {
 			return fmt.Errorf("rebuild of %s failed: %s", addr, s.GetError())
 		}
-		if err := sleepCtx(e.ctx, 500*time.Millisecond); err != nil {
+		r, err := e.api.ReplicaGet(e.ctx, &enginerpc.ReplicaAddress{Address: addr})
+		if err != nil {
+			return err
+		}
+		switch r.GetMode() {
+		case enginerpc.ReplicaMode_RW:
+			fmt.Fprintf(e.out, "rebuild of %s complete\n", addr)
+			return nil
+		case enginerpc.ReplicaMode_ERR:
+			return fmt.Errorf("rebuild of %s failed: the replica is ERR", addr)
+		}
+		if err := sleepCtx(e.ctx, 300*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -393,12 +393,22 @@ type RebuildStatus struct {
 	From         string
 }
 
-// RebuildStatus reports the rebuilds this engine ran, by replica address.
+// RebuildStatus reports, by address, the rebuild of every replica that is
+// still WO, and the error of a failed rebuild whose replica is still listed
+// (Longhorn reports only WO replicas; a finished rebuild's replica is RW).
 func (c *Controller) RebuildStatus() map[string]RebuildStatus {
+	listed := map[string]Mode{}
+	for _, b := range c.r.list() {
+		listed[b.addr] = b.getMode()
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	out := map[string]RebuildStatus{}
 	for addr, rb := range c.rebuilds {
+		m, ok := listed[addr]
+		if !ok || (m == ModeRW && rb.state == RebuildComplete) {
+			continue
+		}
 		out[addr] = RebuildStatus{IsRebuilding: rb.state == RebuildInProgress, Error: rb.err,
 			Progress: rb.progress, State: rb.state, From: rb.from}
 	}

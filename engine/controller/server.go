@@ -300,3 +300,25 @@ func (s *Server) VersionDetailGet(context.Context, *enginerpc.Empty) (*enginerpc
 		ControllerApiVersion: ControllerAPIVersion, ControllerApiMinVersion: ControllerAPIMinVersion,
 		DataFormatVersion: DataFormatVersion, DataFormatMinVersion: DataFormatMinVersion}, nil
 }
+
+// SnapshotClone starts cloning a snapshot of another volume into this one.
+func (s *Server) SnapshotClone(ctx context.Context, req *enginerpc.SnapshotCloneRequest) (*enginerpc.Empty, error) {
+	err := s.c.SnapshotClone(ctx, CloneRequest{FromEngine: req.GetFromEngineAddress(), FromVolume: req.GetFromVolumeName(),
+		Snapshot: req.GetSnapshotName(), ExportBackingImage: req.GetExportBackingImageIfExist(),
+		FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout())})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &enginerpc.Empty{}, nil
+}
+
+// SnapshotCloneStatus reports each replica's clone.
+func (s *Server) SnapshotCloneStatus(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.SnapshotCloneStatusReply, error) {
+	out := &enginerpc.SnapshotCloneStatusReply{Status: map[string]*enginerpc.SnapshotCloneStatus{}}
+	for addr, st := range s.c.CloneStatus(ctx) {
+		out.Status[addr] = &enginerpc.SnapshotCloneStatus{IsCloning: st.GetIsCloning(), Error: st.GetError(),
+			Progress: st.GetProgress(), State: st.GetState(), FromReplicaAddress: st.GetFromReplicaAddress(),
+			SnapshotName: st.GetSnapshotName()}
+	}
+	return out, nil
+}

@@ -231,13 +231,17 @@ func snapshotsOf(info *enginerpc.Replica) map[string]SnapshotInfo {
 	return out
 }
 
-// RemoveSnapshots marks snapshots removed on every RW and WO replica; a purge
-// deletes their data. The head cannot be removed.
+// RemoveSnapshots marks snapshots removed on every RW replica; a purge
+// deletes their data. The head cannot be removed, and nothing is removed
+// while a replica is rebuilding (Longhorn's DeleteSnapshot).
 func (c *Controller) RemoveSnapshots(ctx context.Context, names []string) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	if len(names) == 0 {
 		return fmt.Errorf("%w: no snapshot named", ErrInvalid)
+	}
+	if len(c.targets(ModeWO)) > 0 {
+		return fmt.Errorf("%w: cannot remove a snapshot while a replica is rebuilding", ErrPrecondition)
 	}
 	snaps, err := c.Snapshots(ctx)
 	if err != nil {
@@ -251,7 +255,7 @@ func (c *Controller) RemoveSnapshots(ctx context.Context, names []string) error 
 			return fmt.Errorf("%w: snapshot %s", ErrNotFound, n)
 		}
 	}
-	bs := c.targets(ModeRW, ModeWO)
+	bs := c.targets(ModeRW)
 	for _, n := range names {
 		errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
 			_, err := b.rem.ctl.DiskMarkAsRemoved(ctx, &enginerpc.DiskMarkAsRemovedRequest{Name: n})

@@ -237,15 +237,14 @@ func TestRebuildWhileWriting(t *testing.T) {
 	deadline := time.Now().Add(60 * time.Second)
 	for {
 		write()
-		st := c.RebuildStatus()[n.addr]
-		if st.State == controller.RebuildComplete {
+		if modes(c)[n.addr] == controller.ModeRW {
 			break
 		}
-		if st.State == controller.RebuildError {
+		if st := c.RebuildStatus()[n.addr]; st.State == controller.RebuildError {
 			t.Fatalf("rebuild failed: %s", st.Error)
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("rebuild did not finish: %+v", st)
+			t.Fatalf("rebuild did not finish: %+v", c.RebuildStatus()[n.addr])
 		}
 	}
 	for i := 0; i < 100; i++ {

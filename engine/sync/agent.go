@@ -42,6 +42,7 @@ type opStatus struct {
 	progress int32 // percent
 	state    string
 	from     string
+	name     string // snapshot being cloned
 }
 
 // Agent implements SyncAgentService for one replica. Transfer receivers bind
@@ -58,6 +59,7 @@ type Agent struct {
 	mu      gosync.Mutex
 	rebuild opStatus
 	purge   opStatus
+	clone   opStatus
 	cancel  context.CancelFunc // of the running FilesSync
 	ctx     context.Context
 	stop    context.CancelFunc
@@ -337,6 +339,9 @@ func (a *Agent) Reset(context.Context, *enginerpc.Empty) (*enginerpc.Empty, erro
 	}
 	if !a.purge.active {
 		a.purge = opStatus{}
+	}
+	if !a.clone.active {
+		a.clone = opStatus{}
 	}
 	a.mu.Unlock()
 	return &enginerpc.Empty{}, nil

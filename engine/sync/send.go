@@ -42,12 +42,6 @@ type SendStats struct {
 // SendFile sends the file at path to the ssync receiver at hostport (HOST:PORT)
 // and closes the receiver. It returns when the receiver acknowledged close.
 func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (SendStats, error) {
-	if opts.Timeout <= 0 {
-		opts.Timeout = DefaultTimeout
-	}
-	if opts.Workers <= 0 {
-		opts.Workers = DefaultWorkers
-	}
 	f, err := os.Open(path)
 	if err != nil {
 		return SendStats{}, err
@@ -57,7 +51,29 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 	if err != nil {
 		return SendStats{}, err
 	}
-	s := &sender{
+	s := newSender(f, hostport, opts)
+	defer s.client.CloseIdleConnections()
+	size := fi.Size()
+	if err := s.call(ctx, http.MethodGet, "open", Interval{0, size}, nil, nil); err != nil {
+		return SendStats{}, fmt.Errorf("ssync open %s: %w", hostport, err)
+	}
+	if err := s.run(ctx, size, true); err != nil {
+		return s.stats(), err
+	}
+	if err := s.call(ctx, http.MethodPost, "close", Interval{}, nil, nil); err != nil {
+		return s.stats(), fmt.Errorf("ssync close %s: %w", hostport, err)
+	}
+	return s.stats(), nil
+}
+
+func newSender(f *os.File, hostport string, opts SendOptions) *sender {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	if opts.Workers <= 0 {
+		opts.Workers = DefaultWorkers
+	}
+	return &sender{
 		f: f, base: "http://" + hostport + ssyncPrefix, opts: opts,
 		client: &http.Client{Transport: &http.Transport{
 			DialContext:         (&net.Dialer{Timeout: opts.Timeout}).DialContext,
@@ -65,13 +81,30 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 			DisableCompression:  true,
 		}},
 	}
+}
+
+// SendLayers sends the flattened content of a chain of layer files (oldest
+// first, each a sparse file of at most size bytes) to the ssync receiver at
+// hostport: the receiver's file is sized to size and each layer's data
+// extents are written over the previous layers', one layer at a time. The
+// receiver's file must be new (holes are not sent).
+func SendLayers(ctx context.Context, layers []string, size int64, hostport string, opts SendOptions) (SendStats, error) {
+	s := newSender(nil, hostport, opts)
 	defer s.client.CloseIdleConnections()
-	size := fi.Size()
 	if err := s.call(ctx, http.MethodGet, "open", Interval{0, size}, nil, nil); err != nil {
 		return SendStats{}, fmt.Errorf("ssync open %s: %w", hostport, err)
 	}
-	if err := s.run(ctx, size); err != nil {
-		return s.stats(), err
+	for _, path := range layers {
+		f, err := os.Open(path)
+		if err != nil {
+			return s.stats(), err
+		}
+		s.f = f
+		err = s.run(ctx, size, false)
+		f.Close()
+		if err != nil {
+			return s.stats(), err
+		}
 	}
 	if err := s.call(ctx, http.MethodPost, "close", Interval{}, nil, nil); err != nil {
 		return s.stats(), fmt.Errorf("ssync close %s: %w", hostport, err)
@@ -97,8 +130,9 @@ type job struct {
 	hole bool
 }
 
-// run walks the file and feeds holes and data batches to the workers.
-func (s *sender) run(ctx context.Context, size int64) error {
+// run walks s.f up to size and feeds data batches (and, with holes, the
+// holes between them) to the workers; it returns when all are done.
+func (s *sender) run(ctx context.Context, size int64, holes bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan job, s.opts.Workers*2)
@@ -118,7 +152,7 @@ func (s *sender) run(ctx context.Context, size int64) error {
 	}
 	pos := int64(0)
 	walkErr := sparse.WalkData(s.f, 0, size, func(e sparse.Extent) error {
-		if e.Offset > pos {
+		if holes && e.Offset > pos {
 			if err := feed(ctx, jobs, job{iv: Interval{pos, e.Offset}, hole: true}); err != nil {
 				return err
 			}
@@ -131,7 +165,7 @@ func (s *sender) run(ctx context.Context, size int64) error {
 		pos = e.End()
 		return nil
 	})
-	if walkErr == nil && pos < size {
+	if walkErr == nil && holes && pos < size {
 		walkErr = feed(ctx, jobs, job{iv: Interval{pos, size}, hole: true})
 	}
 	close(jobs)
@@ -172,8 +206,11 @@ func (s *sender) do(ctx context.Context, j job) error {
 	}
 	buf := bufpool.Get(int(j.iv.Len()))
 	defer bufpool.Put(buf)
-	if _, err := s.f.ReadAt(buf, j.iv.Begin); err != nil && !errors.Is(err, io.EOF) {
-		return err
+	if n, err := s.f.ReadAt(buf, j.iv.Begin); err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+		clear(buf[n:])
 	}
 	if err := s.call(ctx, http.MethodPost, "writeData", j.iv, buf, nil); err != nil {
 		return fmt.Errorf("ssync writeData [%d,%d): %w", j.iv.Begin, j.iv.End, err)

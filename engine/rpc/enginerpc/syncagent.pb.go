@@ -622,6 +622,250 @@ func (x *SyncReplicaRebuildStatus) GetFromReplicaAddress() string {
 	return ""
 }
 
+type VolumeExportRequest struct {
+	state                     protoimpl.MessageState `protogen:"open.v1"`
+	SnapshotName              string                 `protobuf:"bytes,1,opt,name=snapshot_name,json=snapshotName,proto3" json:"snapshot_name,omitempty"` // snapshot name (not the file name)
+	Host                      string                 `protobuf:"bytes,2,opt,name=host,proto3" json:"host,omitempty"`
+	Port                      int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
+	ExportBackingImageIfExist bool                   `protobuf:"varint,4,opt,name=export_backing_image_if_exist,json=exportBackingImageIfExist,proto3" json:"export_backing_image_if_exist,omitempty"`
+	FileSyncHttpClientTimeout int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
+}
+
+func (x *VolumeExportRequest) Reset() {
+	*x = VolumeExportRequest{}
+	mi := &file_syncagent_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeExportRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeExportRequest) ProtoMessage() {}
+
+func (x *VolumeExportRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_syncagent_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeExportRequest.ProtoReflect.Descriptor instead.
+func (*VolumeExportRequest) Descriptor() ([]byte, []int) {
+	return file_syncagent_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *VolumeExportRequest) GetSnapshotName() string {
+	if x != nil {
+		return x.SnapshotName
+	}
+	return ""
+}
+
+func (x *VolumeExportRequest) GetHost() string {
+	if x != nil {
+		return x.Host
+	}
+	return ""
+}
+
+func (x *VolumeExportRequest) GetPort() int32 {
+	if x != nil {
+		return x.Port
+	}
+	return 0
+}
+
+func (x *VolumeExportRequest) GetExportBackingImageIfExist() bool {
+	if x != nil {
+		return x.ExportBackingImageIfExist
+	}
+	return false
+}
+
+func (x *VolumeExportRequest) GetFileSyncHttpClientTimeout() int32 {
+	if x != nil {
+		return x.FileSyncHttpClientTimeout
+	}
+	return 0
+}
+
+type SyncSnapshotCloneRequest struct {
+	state                     protoimpl.MessageState `protogen:"open.v1"`
+	FromAddress               string                 `protobuf:"bytes,1,opt,name=from_address,json=fromAddress,proto3" json:"from_address,omitempty"` // source replica "tcp://HOST:P" of the other volume
+	ToHost                    string                 `protobuf:"bytes,2,opt,name=to_host,json=toHost,proto3" json:"to_host,omitempty"`                // this replica's host as the source sees it
+	SnapshotName              string                 `protobuf:"bytes,3,opt,name=snapshot_name,json=snapshotName,proto3" json:"snapshot_name,omitempty"`
+	ExportBackingImageIfExist bool                   `protobuf:"varint,4,opt,name=export_backing_image_if_exist,json=exportBackingImageIfExist,proto3" json:"export_backing_image_if_exist,omitempty"`
+	FileSyncHttpClientTimeout int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"`
+	FromVolumeName            string                 `protobuf:"bytes,6,opt,name=from_volume_name,json=fromVolumeName,proto3" json:"from_volume_name,omitempty"`
+	unknownFields             protoimpl.UnknownFields
+	sizeCache                 protoimpl.SizeCache
+}
+
+func (x *SyncSnapshotCloneRequest) Reset() {
+	*x = SyncSnapshotCloneRequest{}
+	mi := &file_syncagent_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncSnapshotCloneRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncSnapshotCloneRequest) ProtoMessage() {}
+
+func (x *SyncSnapshotCloneRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_syncagent_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncSnapshotCloneRequest.ProtoReflect.Descriptor instead.
+func (*SyncSnapshotCloneRequest) Descriptor() ([]byte, []int) {
+	return file_syncagent_proto_rawDescGZIP(), []int{11}
+}
+
+func (x *SyncSnapshotCloneRequest) GetFromAddress() string {
+	if x != nil {
+		return x.FromAddress
+	}
+	return ""
+}
+
+func (x *SyncSnapshotCloneRequest) GetToHost() string {
+	if x != nil {
+		return x.ToHost
+	}
+	return ""
+}
+
+func (x *SyncSnapshotCloneRequest) GetSnapshotName() string {
+	if x != nil {
+		return x.SnapshotName
+	}
+	return ""
+}
+
+func (x *SyncSnapshotCloneRequest) GetExportBackingImageIfExist() bool {
+	if x != nil {
+		return x.ExportBackingImageIfExist
+	}
+	return false
+}
+
+func (x *SyncSnapshotCloneRequest) GetFileSyncHttpClientTimeout() int32 {
+	if x != nil {
+		return x.FileSyncHttpClientTimeout
+	}
+	return 0
+}
+
+func (x *SyncSnapshotCloneRequest) GetFromVolumeName() string {
+	if x != nil {
+		return x.FromVolumeName
+	}
+	return ""
+}
+
+type SyncSnapshotCloneStatus struct {
+	state              protoimpl.MessageState `protogen:"open.v1"`
+	IsCloning          bool                   `protobuf:"varint,1,opt,name=is_cloning,json=isCloning,proto3" json:"is_cloning,omitempty"`
+	Error              string                 `protobuf:"bytes,2,opt,name=error,proto3" json:"error,omitempty"`
+	Progress           int32                  `protobuf:"varint,3,opt,name=progress,proto3" json:"progress,omitempty"` // percent
+	State              string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
+	FromReplicaAddress string                 `protobuf:"bytes,5,opt,name=from_replica_address,json=fromReplicaAddress,proto3" json:"from_replica_address,omitempty"`
+	SnapshotName       string                 `protobuf:"bytes,6,opt,name=snapshot_name,json=snapshotName,proto3" json:"snapshot_name,omitempty"`
+	unknownFields      protoimpl.UnknownFields
+	sizeCache          protoimpl.SizeCache
+}
+
+func (x *SyncSnapshotCloneStatus) Reset() {
+	*x = SyncSnapshotCloneStatus{}
+	mi := &file_syncagent_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SyncSnapshotCloneStatus) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SyncSnapshotCloneStatus) ProtoMessage() {}
+
+func (x *SyncSnapshotCloneStatus) ProtoReflect() protoreflect.Message {
+	mi := &file_syncagent_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SyncSnapshotCloneStatus.ProtoReflect.Descriptor instead.
+func (*SyncSnapshotCloneStatus) Descriptor() ([]byte, []int) {
+	return file_syncagent_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *SyncSnapshotCloneStatus) GetIsCloning() bool {
+	if x != nil {
+		return x.IsCloning
+	}
+	return false
+}
+
+func (x *SyncSnapshotCloneStatus) GetError() string {
+	if x != nil {
+		return x.Error
+	}
+	return ""
+}
+
+func (x *SyncSnapshotCloneStatus) GetProgress() int32 {
+	if x != nil {
+		return x.Progress
+	}
+	return 0
+}
+
+func (x *SyncSnapshotCloneStatus) GetState() string {
+	if x != nil {
+		return x.State
+	}
+	return ""
+}
+
+func (x *SyncSnapshotCloneStatus) GetFromReplicaAddress() string {
+	if x != nil {
+		return x.FromReplicaAddress
+	}
+	return ""
+}
+
+func (x *SyncSnapshotCloneStatus) GetSnapshotName() string {
+	if x != nil {
+		return x.SnapshotName
+	}
+	return ""
+}
+
 var File_syncagent_proto protoreflect.FileDescriptor
 
 const file_syncagent_proto_rawDesc = "" +
@@ -670,7 +914,28 @@ const file_syncagent_proto_rawDesc = "" +
 	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1a\n" +
 	"\bprogress\x18\x03 \x01(\x05R\bprogress\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x120\n" +
-	"\x14from_replica_address\x18\x05 \x01(\tR\x12fromReplicaAddress2\xde\x04\n" +
+	"\x14from_replica_address\x18\x05 \x01(\tR\x12fromReplicaAddress\"\xe6\x01\n" +
+	"\x13VolumeExportRequest\x12#\n" +
+	"\rsnapshot_name\x18\x01 \x01(\tR\fsnapshotName\x12\x12\n" +
+	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
+	"\x04port\x18\x03 \x01(\x05R\x04port\x12@\n" +
+	"\x1dexport_backing_image_if_exist\x18\x04 \x01(\bR\x19exportBackingImageIfExist\x12@\n" +
+	"\x1dfile_sync_http_client_timeout\x18\x05 \x01(\x05R\x19fileSyncHttpClientTimeout\"\xa9\x02\n" +
+	"\x18SyncSnapshotCloneRequest\x12!\n" +
+	"\ffrom_address\x18\x01 \x01(\tR\vfromAddress\x12\x17\n" +
+	"\ato_host\x18\x02 \x01(\tR\x06toHost\x12#\n" +
+	"\rsnapshot_name\x18\x03 \x01(\tR\fsnapshotName\x12@\n" +
+	"\x1dexport_backing_image_if_exist\x18\x04 \x01(\bR\x19exportBackingImageIfExist\x12@\n" +
+	"\x1dfile_sync_http_client_timeout\x18\x05 \x01(\x05R\x19fileSyncHttpClientTimeout\x12(\n" +
+	"\x10from_volume_name\x18\x06 \x01(\tR\x0efromVolumeName\"\xd7\x01\n" +
+	"\x17SyncSnapshotCloneStatus\x12\x1d\n" +
+	"\n" +
+	"is_cloning\x18\x01 \x01(\bR\tisCloning\x12\x14\n" +
+	"\x05error\x18\x02 \x01(\tR\x05error\x12\x1a\n" +
+	"\bprogress\x18\x03 \x01(\x05R\bprogress\x12\x14\n" +
+	"\x05state\x18\x04 \x01(\tR\x05state\x120\n" +
+	"\x14from_replica_address\x18\x05 \x01(\tR\x12fromReplicaAddress\x12#\n" +
+	"\rsnapshot_name\x18\x06 \x01(\tR\fsnapshotName2\xbd\x06\n" +
 	"\x10SyncAgentService\x12<\n" +
 	"\n" +
 	"FileRemove\x12\x1c.enginerpc.FileRemoveRequest\x1a\x10.enginerpc.Empty\x12<\n" +
@@ -678,7 +943,10 @@ const file_syncagent_proto_rawDesc = "" +
 	"FileRename\x12\x1c.enginerpc.FileRenameRequest\x1a\x10.enginerpc.Empty\x12@\n" +
 	"\bFileSend\x12\x1a.enginerpc.FileSendRequest\x1a\x18.enginerpc.FileSendReply\x12:\n" +
 	"\tFilesSync\x12\x1b.enginerpc.FilesSyncRequest\x1a\x10.enginerpc.Empty\x12R\n" +
-	"\x0eReceiverLaunch\x12 .enginerpc.ReceiverLaunchRequest\x1a\x1e.enginerpc.ReceiverLaunchReply\x12+\n" +
+	"\x0eReceiverLaunch\x12 .enginerpc.ReceiverLaunchRequest\x1a\x1e.enginerpc.ReceiverLaunchReply\x12H\n" +
+	"\fVolumeExport\x12\x1e.enginerpc.VolumeExportRequest\x1a\x18.enginerpc.FileSendReply\x12F\n" +
+	"\rSnapshotClone\x12#.enginerpc.SyncSnapshotCloneRequest\x1a\x10.enginerpc.Empty\x12K\n" +
+	"\x13SnapshotCloneStatus\x12\x10.enginerpc.Empty\x1a\".enginerpc.SyncSnapshotCloneStatus\x12+\n" +
 	"\x05Reset\x12\x10.enginerpc.Empty\x1a\x10.enginerpc.Empty\x123\n" +
 	"\rSnapshotPurge\x12\x10.enginerpc.Empty\x1a\x10.enginerpc.Empty\x12K\n" +
 	"\x13SnapshotPurgeStatus\x12\x10.enginerpc.Empty\x1a\".enginerpc.SyncSnapshotPurgeStatus\x12M\n" +
@@ -696,7 +964,7 @@ func file_syncagent_proto_rawDescGZIP() []byte {
 	return file_syncagent_proto_rawDescData
 }
 
-var file_syncagent_proto_msgTypes = make([]protoimpl.MessageInfo, 10)
+var file_syncagent_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_syncagent_proto_goTypes = []any{
 	(*FileRemoveRequest)(nil),        // 0: enginerpc.FileRemoveRequest
 	(*FileRenameRequest)(nil),        // 1: enginerpc.FileRenameRequest
@@ -708,7 +976,10 @@ var file_syncagent_proto_goTypes = []any{
 	(*ReceiverLaunchReply)(nil),      // 7: enginerpc.ReceiverLaunchReply
 	(*SyncSnapshotPurgeStatus)(nil),  // 8: enginerpc.SyncSnapshotPurgeStatus
 	(*SyncReplicaRebuildStatus)(nil), // 9: enginerpc.SyncReplicaRebuildStatus
-	(*Empty)(nil),                    // 10: enginerpc.Empty
+	(*VolumeExportRequest)(nil),      // 10: enginerpc.VolumeExportRequest
+	(*SyncSnapshotCloneRequest)(nil), // 11: enginerpc.SyncSnapshotCloneRequest
+	(*SyncSnapshotCloneStatus)(nil),  // 12: enginerpc.SyncSnapshotCloneStatus
+	(*Empty)(nil),                    // 13: enginerpc.Empty
 }
 var file_syncagent_proto_depIdxs = []int32{
 	4,  // 0: enginerpc.FilesSyncRequest.sync_file_info_list:type_name -> enginerpc.SyncFileInfo
@@ -717,21 +988,27 @@ var file_syncagent_proto_depIdxs = []int32{
 	2,  // 3: enginerpc.SyncAgentService.FileSend:input_type -> enginerpc.FileSendRequest
 	5,  // 4: enginerpc.SyncAgentService.FilesSync:input_type -> enginerpc.FilesSyncRequest
 	6,  // 5: enginerpc.SyncAgentService.ReceiverLaunch:input_type -> enginerpc.ReceiverLaunchRequest
-	10, // 6: enginerpc.SyncAgentService.Reset:input_type -> enginerpc.Empty
-	10, // 7: enginerpc.SyncAgentService.SnapshotPurge:input_type -> enginerpc.Empty
-	10, // 8: enginerpc.SyncAgentService.SnapshotPurgeStatus:input_type -> enginerpc.Empty
-	10, // 9: enginerpc.SyncAgentService.ReplicaRebuildStatus:input_type -> enginerpc.Empty
-	10, // 10: enginerpc.SyncAgentService.FileRemove:output_type -> enginerpc.Empty
-	10, // 11: enginerpc.SyncAgentService.FileRename:output_type -> enginerpc.Empty
-	3,  // 12: enginerpc.SyncAgentService.FileSend:output_type -> enginerpc.FileSendReply
-	10, // 13: enginerpc.SyncAgentService.FilesSync:output_type -> enginerpc.Empty
-	7,  // 14: enginerpc.SyncAgentService.ReceiverLaunch:output_type -> enginerpc.ReceiverLaunchReply
-	10, // 15: enginerpc.SyncAgentService.Reset:output_type -> enginerpc.Empty
-	10, // 16: enginerpc.SyncAgentService.SnapshotPurge:output_type -> enginerpc.Empty
-	8,  // 17: enginerpc.SyncAgentService.SnapshotPurgeStatus:output_type -> enginerpc.SyncSnapshotPurgeStatus
-	9,  // 18: enginerpc.SyncAgentService.ReplicaRebuildStatus:output_type -> enginerpc.SyncReplicaRebuildStatus
-	10, // [10:19] is the sub-list for method output_type
-	1,  // [1:10] is the sub-list for method input_type
+	10, // 6: enginerpc.SyncAgentService.VolumeExport:input_type -> enginerpc.VolumeExportRequest
+	11, // 7: enginerpc.SyncAgentService.SnapshotClone:input_type -> enginerpc.SyncSnapshotCloneRequest
+	13, // 8: enginerpc.SyncAgentService.SnapshotCloneStatus:input_type -> enginerpc.Empty
+	13, // 9: enginerpc.SyncAgentService.Reset:input_type -> enginerpc.Empty
+	13, // 10: enginerpc.SyncAgentService.SnapshotPurge:input_type -> enginerpc.Empty
+	13, // 11: enginerpc.SyncAgentService.SnapshotPurgeStatus:input_type -> enginerpc.Empty
+	13, // 12: enginerpc.SyncAgentService.ReplicaRebuildStatus:input_type -> enginerpc.Empty
+	13, // 13: enginerpc.SyncAgentService.FileRemove:output_type -> enginerpc.Empty
+	13, // 14: enginerpc.SyncAgentService.FileRename:output_type -> enginerpc.Empty
+	3,  // 15: enginerpc.SyncAgentService.FileSend:output_type -> enginerpc.FileSendReply
+	13, // 16: enginerpc.SyncAgentService.FilesSync:output_type -> enginerpc.Empty
+	7,  // 17: enginerpc.SyncAgentService.ReceiverLaunch:output_type -> enginerpc.ReceiverLaunchReply
+	3,  // 18: enginerpc.SyncAgentService.VolumeExport:output_type -> enginerpc.FileSendReply
+	13, // 19: enginerpc.SyncAgentService.SnapshotClone:output_type -> enginerpc.Empty
+	12, // 20: enginerpc.SyncAgentService.SnapshotCloneStatus:output_type -> enginerpc.SyncSnapshotCloneStatus
+	13, // 21: enginerpc.SyncAgentService.Reset:output_type -> enginerpc.Empty
+	13, // 22: enginerpc.SyncAgentService.SnapshotPurge:output_type -> enginerpc.Empty
+	8,  // 23: enginerpc.SyncAgentService.SnapshotPurgeStatus:output_type -> enginerpc.SyncSnapshotPurgeStatus
+	9,  // 24: enginerpc.SyncAgentService.ReplicaRebuildStatus:output_type -> enginerpc.SyncReplicaRebuildStatus
+	13, // [13:25] is the sub-list for method output_type
+	1,  // [1:13] is the sub-list for method input_type
 	1,  // [1:1] is the sub-list for extension type_name
 	1,  // [1:1] is the sub-list for extension extendee
 	0,  // [0:1] is the sub-list for field type_name
@@ -749,7 +1026,7 @@ func file_syncagent_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_syncagent_proto_rawDesc), len(file_syncagent_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   10,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -33,6 +33,9 @@ const (
 	SyncAgentService_FileSend_FullMethodName             = "/enginerpc.SyncAgentService/FileSend"
 	SyncAgentService_FilesSync_FullMethodName            = "/enginerpc.SyncAgentService/FilesSync"
 	SyncAgentService_ReceiverLaunch_FullMethodName       = "/enginerpc.SyncAgentService/ReceiverLaunch"
+	SyncAgentService_VolumeExport_FullMethodName         = "/enginerpc.SyncAgentService/VolumeExport"
+	SyncAgentService_SnapshotClone_FullMethodName        = "/enginerpc.SyncAgentService/SnapshotClone"
+	SyncAgentService_SnapshotCloneStatus_FullMethodName  = "/enginerpc.SyncAgentService/SnapshotCloneStatus"
 	SyncAgentService_Reset_FullMethodName                = "/enginerpc.SyncAgentService/Reset"
 	SyncAgentService_SnapshotPurge_FullMethodName        = "/enginerpc.SyncAgentService/SnapshotPurge"
 	SyncAgentService_SnapshotPurgeStatus_FullMethodName  = "/enginerpc.SyncAgentService/SnapshotPurgeStatus"
@@ -54,6 +57,14 @@ type SyncAgentServiceClient interface {
 	// ReceiverLaunch opens a one-shot receiver for to_file_name on a free
 	// transfer port and returns the port.
 	ReceiverLaunch(ctx context.Context, in *ReceiverLaunchRequest, opts ...grpc.CallOption) (*ReceiverLaunchReply, error)
+	// VolumeExport sends the content of the volume as of one snapshot (all
+	// layers up to it, flattened) to a receiver, for SnapshotClone.
+	VolumeExport(ctx context.Context, in *VolumeExportRequest, opts ...grpc.CallOption) (*FileSendReply, error)
+	// SnapshotClone starts copying snapshot snapshot_name of another volume
+	// (replica from_address) into this replica as a snapshot of the same name,
+	// then reverts this replica to it; progress in SnapshotCloneStatus.
+	SnapshotClone(ctx context.Context, in *SyncSnapshotCloneRequest, opts ...grpc.CallOption) (*Empty, error)
+	SnapshotCloneStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*SyncSnapshotCloneStatus, error)
 	Reset(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error)
 	SnapshotPurge(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error)
 	SnapshotPurgeStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*SyncSnapshotPurgeStatus, error)
@@ -118,6 +129,36 @@ func (c *syncAgentServiceClient) ReceiverLaunch(ctx context.Context, in *Receive
 	return out, nil
 }
 
+func (c *syncAgentServiceClient) VolumeExport(ctx context.Context, in *VolumeExportRequest, opts ...grpc.CallOption) (*FileSendReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(FileSendReply)
+	err := c.cc.Invoke(ctx, SyncAgentService_VolumeExport_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *syncAgentServiceClient) SnapshotClone(ctx context.Context, in *SyncSnapshotCloneRequest, opts ...grpc.CallOption) (*Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(Empty)
+	err := c.cc.Invoke(ctx, SyncAgentService_SnapshotClone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *syncAgentServiceClient) SnapshotCloneStatus(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*SyncSnapshotCloneStatus, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(SyncSnapshotCloneStatus)
+	err := c.cc.Invoke(ctx, SyncAgentService_SnapshotCloneStatus_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 func (c *syncAgentServiceClient) Reset(ctx context.Context, in *Empty, opts ...grpc.CallOption) (*Empty, error) {
 	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
 	out := new(Empty)
@@ -173,6 +214,14 @@ type SyncAgentServiceServer interface {
 	// ReceiverLaunch opens a one-shot receiver for to_file_name on a free
 	// transfer port and returns the port.
 	ReceiverLaunch(context.Context, *ReceiverLaunchRequest) (*ReceiverLaunchReply, error)
+	// VolumeExport sends the content of the volume as of one snapshot (all
+	// layers up to it, flattened) to a receiver, for SnapshotClone.
+	VolumeExport(context.Context, *VolumeExportRequest) (*FileSendReply, error)
+	// SnapshotClone starts copying snapshot snapshot_name of another volume
+	// (replica from_address) into this replica as a snapshot of the same name,
+	// then reverts this replica to it; progress in SnapshotCloneStatus.
+	SnapshotClone(context.Context, *SyncSnapshotCloneRequest) (*Empty, error)
+	SnapshotCloneStatus(context.Context, *Empty) (*SyncSnapshotCloneStatus, error)
 	Reset(context.Context, *Empty) (*Empty, error)
 	SnapshotPurge(context.Context, *Empty) (*Empty, error)
 	SnapshotPurgeStatus(context.Context, *Empty) (*SyncSnapshotPurgeStatus, error)
@@ -201,6 +250,15 @@ func (UnimplementedSyncAgentServiceServer) FilesSync(context.Context, *FilesSync
 }
 func (UnimplementedSyncAgentServiceServer) ReceiverLaunch(context.Context, *ReceiverLaunchRequest) (*ReceiverLaunchReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method ReceiverLaunch not implemented")
+}
+func (UnimplementedSyncAgentServiceServer) VolumeExport(context.Context, *VolumeExportRequest) (*FileSendReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method VolumeExport not implemented")
+}
+func (UnimplementedSyncAgentServiceServer) SnapshotClone(context.Context, *SyncSnapshotCloneRequest) (*Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method SnapshotClone not implemented")
+}
+func (UnimplementedSyncAgentServiceServer) SnapshotCloneStatus(context.Context, *Empty) (*SyncSnapshotCloneStatus, error) {
+	return nil, status.Error(codes.Unimplemented, "method SnapshotCloneStatus not implemented")
 }
 func (UnimplementedSyncAgentServiceServer) Reset(context.Context, *Empty) (*Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method Reset not implemented")
@@ -325,6 +383,60 @@ func _SyncAgentService_ReceiverLaunch_Handler(srv interface{}, ctx context.Conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SyncAgentService_VolumeExport_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VolumeExportRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SyncAgentServiceServer).VolumeExport(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SyncAgentService_VolumeExport_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SyncAgentServiceServer).VolumeExport(ctx, req.(*VolumeExportRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SyncAgentService_SnapshotClone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(SyncSnapshotCloneRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SyncAgentServiceServer).SnapshotClone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SyncAgentService_SnapshotClone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SyncAgentServiceServer).SnapshotClone(ctx, req.(*SyncSnapshotCloneRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _SyncAgentService_SnapshotCloneStatus_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SyncAgentServiceServer).SnapshotCloneStatus(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SyncAgentService_SnapshotCloneStatus_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SyncAgentServiceServer).SnapshotCloneStatus(ctx, req.(*Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 func _SyncAgentService_Reset_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
 	in := new(Empty)
 	if err := dec(in); err != nil {
@@ -423,6 +535,18 @@ var SyncAgentService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "ReceiverLaunch",
 			Handler:    _SyncAgentService_ReceiverLaunch_Handler,
+		},
+		{
+			MethodName: "VolumeExport",
+			Handler:    _SyncAgentService_VolumeExport_Handler,
+		},
+		{
+			MethodName: "SnapshotClone",
+			Handler:    _SyncAgentService_SnapshotClone_Handler,
+		},
+		{
+			MethodName: "SnapshotCloneStatus",
+			Handler:    _SyncAgentService_SnapshotCloneStatus_Handler,
 		},
 		{
 			MethodName: "Reset",
