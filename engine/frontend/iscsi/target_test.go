@@ -364,3 +364,36 @@ func TestEveryOpcodeAnswers(t *testing.T) {
 		t.Fatalf("TUR after the sweep: %d", r.status)
 	}
 }
+
+// TestNOPAndText: a NOP-Out ping is echoed in a NOP-In (RFC 7143 11.18,
+// 11.19); SendTargets in a Text Request names the target and portal.
+func TestNOPAndText(t *testing.T) {
+	tt := startTarget(t, 1<<20, Config{}, nil)
+	in := loggedIn(t, tt, loginOpts{})
+	var h bhs
+	h[0] = 0x40 | opNOPOut
+	h[1] = 0x80
+	itt := in.nextITT()
+	h.setU32(16, itt)
+	h.setU32(20, reservedTag)
+	h.setU32(24, in.cmdSN)
+	in.send(&h, []byte("are you there"))
+	rh, data := in.recv()
+	if rh.opcode() != opNOPIn || rh.itt() != itt || rh.u32(20) != reservedTag || string(data) != "are you there" {
+		t.Fatalf("NOP-In: opcode 0x%02x itt %d ttt %#x data %q", rh.opcode(), rh.itt(), rh.u32(20), data)
+	}
+	h = bhs{}
+	h[0] = 0x40 | opTextReq
+	h[1] = 0x80
+	itt = in.nextITT()
+	h.setU32(16, itt)
+	h.setU32(20, reservedTag)
+	h.setU32(24, in.cmdSN)
+	in.send(&h, appendText(nil, "SendTargets", "All"))
+	rh, data = in.recv()
+	kvs, err := parseText(data)
+	if err != nil || rh.opcode() != opTextResp || rh[1]&0x80 == 0 || len(kvs) != 2 ||
+		kvs[0] != (kv{"TargetName", IQN(testVolume)}) || kvs[1] != (kv{"TargetAddress", tt.addr + ",1"}) {
+		t.Fatalf("SendTargets: opcode 0x%02x flags %#x %v %v", rh.opcode(), rh[1], kvs, err)
+	}
+}
