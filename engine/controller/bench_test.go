@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/longhorn-go/longhorn/engine/dataconn"
@@ -34,6 +35,13 @@ func procSyscalls(t testing.TB) (r, w int64) {
 	return r, w
 }
 
+// cpuTime is the process's user+system CPU time in nanoseconds.
+func cpuTime() int64 {
+	var ru syscall.Rusage
+	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
+	return ru.Utime.Nano() + ru.Stime.Nano()
+}
+
 // BenchmarkReplicatedWrite4K measures a 4 KiB write replicated to 1 or 3
 // in-memory replicas over loopback dataconn, at queue depth 1 and 32. It
 // reports read and write syscalls per replicated write; engine and replicas
@@ -56,16 +64,33 @@ func BenchmarkReplicatedRead4K(b *testing.B) {
 	}
 }
 
-func benchReplicated(b *testing.B, nrep, qd int, write bool) {
+// BenchmarkReplicatedSeq128K measures 128 KiB sequential writes and reads at
+// queue depth 16 with 1 and 3 replicas.
+func BenchmarkReplicatedSeq128K(b *testing.B) {
+	for _, nrep := range []int{1, 3} {
+		for _, write := range []bool{true, false} {
+			name := "read"
+			if write {
+				name = "write"
+			}
+			b.Run(fmt.Sprintf("%s/replicas%d", name, nrep), func(b *testing.B) { benchIO(b, nrep, 16, write, 128<<10) })
+		}
+	}
+}
+
+func benchReplicated(b *testing.B, nrep, qd int, write bool) { benchIO(b, nrep, qd, write, 4096) }
+
+func benchIO(b *testing.B, nrep, qd int, write bool, bs int) {
 	const size = 64 << 20
 	var reps []*memReplica
 	for i := 0; i < nrep; i++ {
 		reps = append(reps, newMemReplica(b, size))
 	}
 	r := newTestReplicator(b, size, reps, dataconn.Options{})
-	b.SetBytes(4096)
+	b.SetBytes(int64(bs))
 	b.ReportAllocs()
 	r0, w0 := procSyscalls(b)
+	cpu0 := cpuTime()
 	b.ResetTimer()
 	var wg sync.WaitGroup
 	for g := 0; g < qd; g++ {
@@ -76,9 +101,9 @@ func benchReplicated(b *testing.B, nrep, qd int, write bool) {
 		wg.Add(1)
 		go func(g, n int) {
 			defer wg.Done()
-			buf := make([]byte, 4096)
+			buf := make([]byte, bs)
 			for i := 0; i < n; i++ {
-				off := int64((g*7919+i)%16384) * 4096
+				off := int64((g*7919+i)%(size/bs)) * int64(bs)
 				var err error
 				if write {
 					_, err = r.WriteAt(buf, off)
@@ -95,6 +120,7 @@ func benchReplicated(b *testing.B, nrep, qd int, write bool) {
 	wg.Wait()
 	b.StopTimer()
 	r1, w1 := procSyscalls(b)
+	b.ReportMetric(float64(cpuTime()-cpu0)/1e3/float64(b.N), "cpu-us/op")
 	b.ReportMetric(float64(r1-r0)/float64(b.N), "syscr/op")
 	b.ReportMetric(float64(w1-w0)/float64(b.N), "syscw/op")
 }

@@ -193,10 +193,14 @@ func (c *Controller) setMode(b *backend, m Mode, reason string) {
 	case ModeERR:
 		c.r.markERR(b, errors.New(reason))
 	default:
-		if b.getMode() != ModeERR {
-			b.mode.Store(int32(m))
-			c.r.adjustTimeouts()
+		// Never resurrect a replica that markERR failed concurrently.
+		for {
+			cur := b.mode.Load()
+			if Mode(cur) == ModeERR || b.mode.CompareAndSwap(cur, int32(m)) {
+				break
+			}
 		}
+		c.r.adjustTimeouts()
 	}
 }
 
@@ -257,7 +261,7 @@ func (c *Controller) startFrontend(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
-	if err := f.Startup(ctx, c.opts.Name, c.r.Size(), &c.r); err != nil {
+	if err := f.Startup(context.WithoutCancel(ctx), c.opts.Name, c.r.Size(), &c.r); err != nil {
 		return fmt.Errorf("start frontend %s: %w", name, err)
 	}
 	c.mu.Lock()

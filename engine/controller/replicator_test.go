@@ -72,6 +72,9 @@ func (m *memReplica) snapshot() []byte {
 func newMemReplica(t testing.TB, size int64) *memReplica {
 	t.Helper()
 	m := &memReplica{data: make([]byte, size)}
+	for i := range len(m.data) / 4096 {
+		m.data[i*4096] = 0 // fault the pages in now, not inside benchmarks
+	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)

@@ -282,3 +282,5 @@ func runTool(timeout time.Duration, name string, args ...string) (string, error)
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 	return string(out), err
 }
+
+func testutilBinary(t *testing.T) string { return testutil.LonghornBinary(t) }
