@@ -18,12 +18,18 @@ type dsRef = *datastore.DataStore
 func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 	t.Run("EngineImage", func(t *testing.T) {
 		exerciseKind(t, ds, c.EngineImages(ns), kindCase[*lh.EngineImage]{
-			obj:       &lh.EngineImage{ObjectMeta: om("ei-0123abcd"), Spec: lh.EngineImageSpec{Image: "longhorn-go/longhorn:dev"}},
-			setSpec:   func(o *lh.EngineImage) { o.Labels = map[string]string{"touched": "yes"} },
-			specSet:   func(o *lh.EngineImage) bool { return o.Labels["touched"] == "yes" },
-			setStatus: func(o *lh.EngineImage) { o.Status.State, o.Status.RefCount, o.Status.CLIAPIVersion = lh.EngineImageStateDeployed, 2, 9 },
-			statusSet: func(o *lh.EngineImage) bool { return o.Status.State == lh.EngineImageStateDeployed && o.Status.CLIAPIVersion == 9 },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.EngineImage, error) { return ds.GetEngineImageRO(ctx, n) },
+			obj:     &lh.EngineImage{ObjectMeta: om("ei-0123abcd"), Spec: lh.EngineImageSpec{Image: "longhorn-go/longhorn:dev"}},
+			setSpec: func(o *lh.EngineImage) { o.Labels = map[string]string{"touched": "yes"} },
+			specSet: func(o *lh.EngineImage) bool { return o.Labels["touched"] == "yes" },
+			setStatus: func(o *lh.EngineImage) {
+				o.Status.State, o.Status.RefCount, o.Status.CLIAPIVersion = lh.EngineImageStateDeployed, 2, 9
+			},
+			statusSet: func(o *lh.EngineImage) bool {
+				return o.Status.State == lh.EngineImageStateDeployed && o.Status.CLIAPIVersion == 9
+			},
+			cached: func(ctx context.Context, ds dsRef, n string) (*lh.EngineImage, error) {
+				return ds.GetEngineImageRO(ctx, n)
+			},
 		})
 	})
 	t.Run("Snapshot", func(t *testing.T) {
@@ -53,7 +59,9 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			specSet:   func(o *lh.BackupTarget) bool { return o.Spec.CredentialSecret == "s3-secret" },
 			setStatus: func(o *lh.BackupTarget) { o.Status.Available, o.Status.OwnerID = true, owner },
 			statusSet: func(o *lh.BackupTarget) bool { return o.Status.Available },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.BackupTarget, error) { return ds.GetBackupTargetRO(ctx, n) },
+			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackupTarget, error) {
+				return ds.GetBackupTargetRO(ctx, n)
+			},
 		})
 	})
 	t.Run("BackupVolume", func(t *testing.T) {
@@ -63,7 +71,9 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			specSet:   func(o *lh.BackupVolume) bool { return o.Spec.SyncRequestedAt.Unix() == 1700000000 },
 			setStatus: func(o *lh.BackupVolume) { o.Status.LastBackupName = "backup-0123abcd" },
 			statusSet: func(o *lh.BackupVolume) bool { return o.Status.LastBackupName == "backup-0123abcd" },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.BackupVolume, error) { return ds.GetBackupVolumeRO(ctx, n) },
+			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackupVolume, error) {
+				return ds.GetBackupVolumeRO(ctx, n)
+			},
 		})
 	})
 	t.Run("BackupBackingImage", func(t *testing.T) {
@@ -73,18 +83,24 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			specSet:   func(o *lh.BackupBackingImage) bool { return o.Spec.Labels["k"] == "v" },
 			setStatus: func(o *lh.BackupBackingImage) { o.Status.State = lh.BackupStateCompleted },
 			statusSet: func(o *lh.BackupBackingImage) bool { return o.Status.State == lh.BackupStateCompleted },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.BackupBackingImage, error) { return ds.GetBackupBackingImageRO(ctx, n) },
+			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackupBackingImage, error) {
+				return ds.GetBackupBackingImageRO(ctx, n)
+			},
 		})
 	})
 	t.Run("RecurringJob", func(t *testing.T) {
 		exerciseKind(t, ds, c.RecurringJobs(ns), kindCase[*lh.RecurringJob]{
 			obj: &lh.RecurringJob{ObjectMeta: om("nightly"), Spec: lh.RecurringJobSpec{Name: "nightly", Task: lh.RecurringJobTypeSnapshot,
 				Cron: "0 0 * * *", Retain: 5, Concurrency: 1, Groups: []string{lh.RecurringJobGroupDefault}}},
-			setSpec:   func(o *lh.RecurringJob) { o.Spec.Retain = 7 },
-			specSet:   func(o *lh.RecurringJob) bool { return o.Spec.Retain == 7 && o.Spec.RetentionPolicy == lh.RecurringJobRetentionPolicyCountBased },
+			setSpec: func(o *lh.RecurringJob) { o.Spec.Retain = 7 },
+			specSet: func(o *lh.RecurringJob) bool {
+				return o.Spec.Retain == 7 && o.Spec.RetentionPolicy == lh.RecurringJobRetentionPolicyCountBased
+			},
 			setStatus: func(o *lh.RecurringJob) { o.Status.ExecutionCount = 3 },
 			statusSet: func(o *lh.RecurringJob) bool { return o.Status.ExecutionCount == 3 },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.RecurringJob, error) { return ds.GetRecurringJobRO(ctx, n) },
+			cached: func(ctx context.Context, ds dsRef, n string) (*lh.RecurringJob, error) {
+				return ds.GetRecurringJobRO(ctx, n)
+			},
 		})
 	})
 	t.Run("VolumeAttachment", func(t *testing.T) {
@@ -99,7 +115,9 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 				o.Status.AttachmentTicketStatuses = map[string]*lh.AttachmentTicketStatus{id: {ID: id, Satisfied: true, Generation: 1}}
 			},
 			statusSet: func(o *lh.VolumeAttachment) bool { return lh.IsAttachmentTicketSatisfied(id, o) },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.VolumeAttachment, error) { return ds.GetVolumeAttachmentRO(ctx, n) },
+			cached: func(ctx context.Context, ds dsRef, n string) (*lh.VolumeAttachment, error) {
+				return ds.GetVolumeAttachmentRO(ctx, n)
+			},
 		})
 	})
 	evenMoreKinds(t, ds, c)
