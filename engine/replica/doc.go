@@ -5,6 +5,25 @@
 // pkg/replica (replica.go, diff_disk.go, revision_counter.go) and
 // pkg/util/disk; the code is our own.
 //
+// # API
+//
+//	Create(dir, size, Options) / Open(dir, Options) / OpenOrCreate(dir, size, Options)
+//	ReadVolumeMeta(dir)                       volume.meta of a closed replica
+//	(*Store) ReadAt(p, off) / WriteAt(p, off) / UnmapAt(length uint32, off) / Flush()
+//	(*Store) Snapshot(name, userCreated, created, labels) / Revert(name, created) / Expand(size)
+//	(*Store) MarkDiskAsRemoved(name) / PrepareRemoveDisk(name) / PurgeSnapshot(ctx, name, progress) / Purge(ctx, progress)
+//	(*Store) Info() / Chain() / Size() / ListDisks() / SnapshotUsage() / HeadStat()
+//	(*Store) SetRebuilding(b) / RevisionCounter() / SetRevisionCounter(n)
+//	(*Store) SetUnmapMarkSnapChainRemoved(b) / SetSnapshotMaxCount(n) / SetSnapshotMaxSize(n)
+//	(*Store) RebuildFiles() / FilePath(name) / RemoveDiffDisk(name, force) / Reload()
+//	(*Store) Close() / Delete() / Dir()
+//
+// Names: where a method takes a disk "name" it accepts a snapshot name
+// (NAME) or a disk file name (volume-snap-NAME.img, volume-head-NNN.img).
+// Snapshot names are 1..200 characters of [A-Za-z0-9_.-] starting with a
+// letter or digit; the engine generates UUIDs for empty names, the store
+// does not. created strings are stored as given ("" = now, RFC 3339 UTC).
+//
 // # On-disk layout (exactly Longhorn's, readable both ways)
 //
 //	volume-head-NNN.img        writable head, sparse, apparent size = volume size (%03d)
@@ -61,9 +80,18 @@
 // Snapshot, Expand, Revert, MarkDiskAsRemoved, UnmapAt, SetRebuilding, the
 // final swap of a purge and Reload take it exclusively (briefly: no data is
 // copied under it). A purge's copy runs with no lock (coalesce) or with the
-// shared lock per 4 MiB chunk (prune); purges are serialised, and Revert,
+// shared lock per 64 MiB chunk (prune); purges are serialised, and Revert,
 // Reload, RemoveDiffDisk and Close wait for a running purge. Snapshot and
-// Expand may run during a purge.
+// Expand may run during a purge; UnmapAt then leaves the two disks being
+// coalesced alone. Snapshot syncs the head before taking the lock and again
+// under it, so the I/O pause covers only data written in between.
+//
+// # Revision counter
+//
+// Unless disabled, every WriteAt and UnmapAt increments the counter and
+// returns only once revision.counter holds that value or a newer one, as
+// Longhorn acknowledges a write only after its counter update; concurrent
+// writes share one counter write (group commit). Flush also fdatasyncs it.
 //
 // # Crash safety
 //

@@ -2,14 +2,19 @@ package replica
 
 import (
 	"bytes"
+	"context"
 	"crypto/sha256"
 	"encoding/binary"
 	"errors"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
 const ss = SectorSize
@@ -132,3 +137,111 @@ func fileNames(t testing.TB, dir string) []string {
 	sort.Strings(names)
 	return names
 }
+
+// fileView computes the content a disk presents (the disk over its parents)
+// straight from the files and their extents, independently of the store's
+// index: the oracle for snapshot views.
+func fileView(t testing.TB, dir, disk string, size int64) []byte {
+	t.Helper()
+	out := make([]byte, size)
+	have := make([]bool, size/ss)
+	for cur := disk; cur != ""; {
+		f, err := os.Open(filepath.Join(dir, cur))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exts, err := sparse.DataExtents(f, 0, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range exts {
+			for sec := e.Offset / ss; sec < (e.End()+ss-1)/ss; sec++ {
+				if !have[sec] {
+					have[sec] = true
+					if _, err := f.ReadAt(out[sec*ss:(sec+1)*ss], sec*ss); err != nil && err != io.EOF {
+						t.Fatal(err)
+					}
+				}
+			}
+		}
+		f.Close()
+		var m DiskMeta
+		if err := readJSON(filepath.Join(dir, MetaFileName(cur)), &m); err != nil {
+			t.Fatal(err)
+		}
+		cur = m.Parent
+	}
+	return out
+}
+
+// views returns fileView of every disk of s.
+func views(t testing.TB, s *Store) map[string][]byte {
+	t.Helper()
+	out := map[string][]byte{}
+	size := s.Size()
+	for name := range s.ListDisks() {
+		out[name] = fileView(t, s.dir, name, size)
+	}
+	return out
+}
+
+func contextWithCancel(t testing.TB) (context.Context, context.CancelFunc) {
+	return context.WithCancel(t.Context())
+}
+
+// diskFiles is every disk's own data and parent, read from the files once:
+// a cheaper form of fileView for checking many disks.
+type diskFiles map[string]struct {
+	parent string
+	data   map[int64][]byte
+}
+
+func ownData(t testing.TB, dir string, size int64) diskFiles {
+	t.Helper()
+	out := diskFiles{}
+	for _, n := range fileNames(t, dir) {
+		if n == VolumeMetaFile || !strings.HasSuffix(n, metaSuffix) {
+			continue
+		}
+		disk := strings.TrimSuffix(n, metaSuffix)
+		var m DiskMeta
+		if err := readJSON(filepath.Join(dir, n), &m); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.Open(filepath.Join(dir, disk))
+		if err != nil {
+			t.Fatal(err)
+		}
+		exts, err := sparse.DataExtents(f, 0, size)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := map[int64][]byte{}
+		for _, e := range exts {
+			for sec := e.Offset / ss; sec < (e.End()+ss-1)/ss; sec++ {
+				b := make([]byte, ss)
+				if _, err := f.ReadAt(b, sec*ss); err != nil && err != io.EOF {
+					t.Fatal(err)
+				}
+				data[sec] = b
+			}
+		}
+		f.Close()
+		out[disk] = struct {
+			parent string
+			data   map[int64][]byte
+		}{m.Parent, data}
+	}
+	return out
+}
+
+func (d diskFiles) view(disk string, sec int64) []byte {
+	for cur := disk; cur != ""; cur = d[cur].parent {
+		if b, ok := d[cur].data[sec]; ok {
+			return b
+		}
+	}
+	return make([]byte, ss)
+}
+
+func errorsAs(err error, target any) bool { return errors.As(err, target) }

@@ -95,3 +95,35 @@ func TestLocIndexConcurrentSet(t *testing.T) {
 		}
 	}
 }
+
+// TestLocIndexPages covers the touched-page skipping of run, remap and
+// grown on an index spanning several pages.
+func TestLocIndexPages(t *testing.T) {
+	const page = perWord * pageWords
+	x := newLocIndex(5*page + 3)
+	x.set(2*page+5, 10, 7)
+	x.set(5*page, 3, 9)
+	if v, e := x.run(0, x.sectors); v != 0 || e != 2*page+5 {
+		t.Fatalf("run over untouched pages: %d %d", v, e)
+	}
+	if v, e := x.run(2*page+15, x.sectors); v != 0 || e != 5*page {
+		t.Fatalf("run to the last page: %d %d", v, e)
+	}
+	var table [256]uint8
+	for i := range table {
+		table[i] = uint8(i)
+	}
+	table[7], table[9] = 6, 8
+	x.remap(&table)
+	if x.get(2*page+5) != 6 || x.get(2*page+14) != 6 || x.get(5*page+2) != 8 || x.count(0) != 5*page+3-13 {
+		t.Fatal("remap across pages")
+	}
+	y := x.grown(9 * page)
+	if y.get(2*page+6) != 6 || y.get(5*page) != 8 || y.count(0) != 9*page-13 {
+		t.Fatal("grown index lost entries")
+	}
+	y.set(8*page, 1, 4)
+	if v, e := y.run(5*page+3, 9*page); v != 0 || e != 8*page {
+		t.Fatalf("run in grown index: %d %d", v, e)
+	}
+}

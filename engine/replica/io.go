@@ -246,7 +246,7 @@ func (s *Store) unmappableLocked() (int, error) {
 	lowest := len(st.layers) - 1
 	for i := lowest - 1; i > st.backing; i-- {
 		name := st.layers[i].name
-		if len(st.children[name]) > 1 {
+		if len(st.children[name]) > 1 || s.folding[name] {
 			break
 		}
 		if s.opts.UnmapMarkSnapChainRemoved && !st.disks[name].Removed {

@@ -134,6 +134,10 @@ func loadState(dir string, opts *Options, repair bool) (*state, error) {
 		st.closeFiles()
 		return nil, err
 	}
+	if err := st.checkHeadSize(); err != nil {
+		st.closeFiles()
+		return nil, err
+	}
 	if err := st.buildIndex(); err != nil {
 		st.closeFiles()
 		return nil, err
@@ -230,10 +234,30 @@ func (st *state) repair(dir string) error {
 			delete(st.disks, name)
 		}
 	}
+	if err := removeStaleHeadData(dir, st.meta.Head); err != nil {
+		return err
+	}
 	if err := st.removeHeadLinks(dir, headStat); err != nil {
 		return err
 	}
 	return st.repairMissingData(dir)
+}
+
+// removeStaleHeadData removes volume-head-*.img files other than head (a
+// new head created just before a crash, before its .meta was written).
+func removeStaleHeadData(dir, head string) error {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if IsHeadFileName(e.Name()) && e.Name() != head {
+			if err := removeDiskFiles(dir, e.Name()); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 // removeHeadLinks removes volume-snap-*.img files that are hard links of the
@@ -331,14 +355,29 @@ func (st *state) openChain(dir string) error {
 	return nil
 }
 
+// checkHeadSize requires the head's apparent size to equal volume.meta Size
+// (the head is always created at the volume size), so a bad Size cannot make
+// Open allocate an index for a volume that does not exist.
+func (st *state) checkHeadSize() error {
+	size := st.meta.Size
+	if size <= 0 || size%SectorSize != 0 {
+		return fmt.Errorf("%w: %s Size %d is not a positive multiple of %d", ErrCorrupt, VolumeMetaFile, size, SectorSize)
+	}
+	fi, err := st.head().f.Stat()
+	if err != nil {
+		return err
+	}
+	if fi.Size() != size {
+		return fmt.Errorf("%w: %s Size %d but head %s is %d bytes", ErrCorrupt, VolumeMetaFile, size, st.meta.Head, fi.Size())
+	}
+	return nil
+}
+
 // buildIndex fills the location index from the data extents of each layer,
 // oldest first, so newer layers win. A sector partly covered by an extent
 // counts as held by that layer (extents are rounded outward to sectors).
 func (st *state) buildIndex() error {
 	size := st.meta.Size
-	if size <= 0 || size%SectorSize != 0 {
-		return fmt.Errorf("%w: %s Size %d is not a positive multiple of %d", ErrCorrupt, VolumeMetaFile, size, SectorSize)
-	}
 	st.loc = newLocIndex(size / SectorSize)
 	for i := 1; i < len(st.layers); i++ {
 		v := uint8(i)

@@ -193,10 +193,16 @@ func (s *Store) removeLeaf(disk string) error {
 	if len(st.children[disk]) != 0 || st.layerIndex(disk) != 0 {
 		return nil // changed meanwhile; a later purge decides again
 	}
+	if err := hook("remove:data"); err != nil {
+		return err
+	}
 	if err := removeFiles(s.dir, disk, disk+checksumSuffix); err != nil {
 		return err
 	}
 	// The .meta goes last: a crash before this is finished on open.
+	if err := hook("remove:meta"); err != nil {
+		return err
+	}
 	if err := removeFiles(s.dir, MetaFileName(disk)); err != nil {
 		return err
 	}
@@ -215,7 +221,17 @@ func (s *Store) removeLeaf(disk string) error {
 // result over child. The copy needs no lock: parent and child are read-only
 // layers, and the child's data lands in parent only where the child (or a
 // newer layer) holds the sector, so no reader of parent sees it change.
+// Meanwhile UnmapAt leaves both alone (see folding): punching them under the
+// copy could let old data land in parent after the punch.
 func (s *Store) coalesce(ctx context.Context, parent, child string, progress sparse.Progress) error {
+	s.mu.Lock()
+	s.folding = map[string]bool{parent: true, child: true}
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.folding = nil
+		s.mu.Unlock()
+	}()
 	pf, err := os.OpenFile(filepath.Join(s.dir, parent), os.O_RDWR, 0)
 	if err != nil {
 		return err
@@ -253,6 +269,9 @@ func (s *Store) replaceLocked(parent, child string) error {
 	cm := *st.disks[child]
 	cm.Parent = st.disks[parent].Parent
 	err := s.step("coalesce:child-meta", func() error { return writeJSONAtomic(s.dir, MetaFileName(child), &cm) })
+	if err == nil {
+		err = hook("coalesce:committed")
+	}
 	if err == nil {
 		err = removeFiles(s.dir, MetaFileName(parent), parent+checksumSuffix, child+checksumSuffix)
 	}
@@ -297,8 +316,8 @@ func (s *Store) dropLayerLocked(i int) {
 	st.loc.remap(&table)
 }
 
-// pruneChunk is how many sectors prune examines per shared-lock hold.
-const pruneChunk = 1024
+// pruneChunk is how many sectors (64 MiB) prune examines per shared-lock hold.
+const pruneChunk = 16384
 
 // prune punches out of disk (removed, in the live chain) every sector a
 // newer layer holds. It holds the shared lock chunk by chunk; purgeMu keeps

@@ -25,6 +25,7 @@ func (s *Store) Snapshot(name string, userCreated bool, created string, labels m
 	if err := ValidateSnapshotName(name); err != nil {
 		return err
 	}
+	s.presync()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -34,6 +35,17 @@ func (s *Store) Snapshot(name string, userCreated bool, created string, labels m
 		return err
 	}
 	return s.snapshotLocked("snapshot", name, userCreated, created, labels, s.st.meta.Size)
+}
+
+// presync writes the head's dirty data back before the exclusive lock is
+// taken, so the fdatasync under the lock (which stalls client I/O) only
+// covers what was written in between. Errors are left to that second sync.
+func (s *Store) presync() {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if !s.closed {
+		_ = unix.Fdatasync(int(s.st.head().f.Fd()))
+	}
 }
 
 // checkSizeLimitLocked applies snapshot-max-size as Longhorn's
@@ -134,8 +146,10 @@ func (s *Store) snapshotLocked(op, name string, userCreated bool, created string
 		return err
 	}
 	// Committed. A failure to remove the old names is repaired on open.
-	_ = removeFiles(s.dir, oldHead, MetaFileName(oldHead))
-	_ = syncDir(s.dir)
+	if err := hook(op + ":committed"); err != nil {
+		return err
+	}
+	_ = removeFiles(s.dir, oldHead, MetaFileName(oldHead)) // no dir fsync needed: see repair
 	s.adoptSnapshot(oldHead, snapFile, newHead, &snapMeta, &headMeta, f, size)
 	return nil
 }
@@ -192,6 +206,7 @@ func (s *Store) Expand(size int64) error {
 	if size <= 0 || size%SectorSize != 0 {
 		return errf("expand", "size", ErrInvalidSize, "%d, want a positive multiple of %d", size, SectorSize)
 	}
+	s.presync()
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.closed {
@@ -255,6 +270,9 @@ func (s *Store) Revert(name, created string) error {
 	if err != nil {
 		_ = writeJSONAtomic(s.dir, VolumeMetaFile, &st.meta)
 		_ = removeFiles(s.dir, newHead, MetaFileName(newHead))
+		return err
+	}
+	if err := hook("revert:committed"); err != nil {
 		return err
 	}
 	_ = removeDiskFiles(s.dir, oldHead)

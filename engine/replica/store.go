@@ -84,6 +84,9 @@ type Store struct {
 	st     *state
 	rev    *revisionCounter // nil when disabled
 	closed bool
+	// folding names the two disks of a running coalesce (under mu): UnmapAt
+	// must not punch them while their data is being copied.
+	folding map[string]bool
 }
 
 // Create makes a new replica of size bytes in dir (created 0700 when

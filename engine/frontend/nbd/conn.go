@@ -6,7 +6,9 @@ import (
 	"io"
 	"net"
 	"os"
+	"runtime"
 	"sync"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/sirupsen/logrus"
@@ -109,6 +111,9 @@ type conn struct {
 	budget *budget
 
 	inflight sync.WaitGroup
+	// executing counts handlers still inside a backend call; a writer that
+	// sees others yields once so their replies join its writev.
+	executing atomic.Int32
 
 	mu      sync.Mutex
 	queue   []reply
@@ -194,6 +199,7 @@ func (c *conn) dispatch(req request) error {
 		}
 	}
 	c.inflight.Add(1)
+	c.executing.Add(1)
 	go c.handle(req, p, buf, cost)
 	return nil
 }
@@ -202,6 +208,7 @@ func (c *conn) dispatch(req request) error {
 func (c *conn) handle(req request, p []byte, buf *[]byte, cost int64) {
 	defer c.inflight.Done()
 	errno := c.exec(req, p)
+	c.executing.Add(-1)
 	r := reply{handle: req.handle, errno: errno, cost: cost}
 	if req.typ == cmdRead && errno == 0 {
 		r.data, r.buf = p, buf
@@ -277,6 +284,13 @@ func (c *conn) send(r reply) {
 		return
 	}
 	c.writing = true
+	if c.executing.Load() > 0 {
+		// Other requests are about to complete: let them queue first, so one
+		// writev carries the burst. Costs nothing at queue depth 1.
+		c.mu.Unlock()
+		runtime.Gosched()
+		c.mu.Lock()
+	}
 	for len(c.queue) > 0 && !c.broken {
 		batch := c.queue
 		c.queue = c.spare[:0]

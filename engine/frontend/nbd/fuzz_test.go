@@ -59,7 +59,7 @@ func FuzzOptionHaggling(f *testing.F) {
 	f.Add(append(append(append([]byte{}, flags...), optionBytes(optStructuredReply, nil)...), optionBytes(optExportName, []byte("vol"))...))
 	f.Add(append(append([]byte{}, flags...), optionBytes(optInfo, []byte{0, 0, 0xff, 0xff, 0})...))
 	f.Add(append(append([]byte{}, flags...), optionBytes(optAbort, nil)...))
-	f.Add(append(append([]byte{}, flags...), binary.BigEndian.AppendUint64(nil, magicOpt)[:12]...))
+	f.Add(append(append([]byte{}, flags...), binary.BigEndian.AppendUint32(binary.BigEndian.AppendUint64(nil, magicOpt), optGo)...))
 	f.Add([]byte{0, 0, 0, 0x10})
 	f.Fuzz(func(t *testing.T, in []byte) {
 		sc := &streamConn{r: bytes.NewReader(in)}

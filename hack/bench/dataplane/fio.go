@@ -41,6 +41,9 @@ type Result struct {
 	P50us float64 `json:"p50_us"`
 	P99us float64 `json:"p99_us"`
 	Err   string  `json:"error,omitempty"`
+	// Syscalls are the server processes' system calls per I/O during the
+	// measured time (-syscalls); nil otherwise.
+	Syscalls SyscallCounts `json:"syscalls,omitempty"`
 }
 
 // fioOutput is the part of `fio --output-format=json` the harness reads.
@@ -97,6 +100,7 @@ type fioRunner struct {
 	size     int64
 	duration time.Duration
 	ramp     time.Duration
+	syscalls bool // count server syscalls with perf during each job
 }
 
 // commonArgs are the fio options every measured job shares.
@@ -117,8 +121,16 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 	out := filepath.Join(f.dir, fmt.Sprintf("fio-%s-%s.json", key, j.Name))
 	args := append(f.commonArgs(j), ep.FioArgs...)
 	args = append(args, "--output-format=json", "--output="+out)
+	var counts <-chan SyscallCounts
+	if f.syscalls && len(ep.Pids) > 0 {
+		counts = countSyscalls(ctx, ep.Pids, f.ramp, f.duration)
+	}
 	if err := f.exec(ctx, ep, args, time.Duration(2)*(f.duration+f.ramp)+time.Minute); err != nil {
 		return Result{Err: err.Error()}
+	}
+	var sc SyscallCounts
+	if counts != nil {
+		sc = <-counts
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
@@ -127,6 +139,9 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 	r, err := parseFio(data, j.Read())
 	if err != nil {
 		return Result{Err: err.Error()}
+	}
+	if sc != nil {
+		r.Syscalls = sc.scale(1 / (r.IOPS * f.duration.Seconds()))
 	}
 	return r
 }

@@ -34,10 +34,11 @@ import (
 
 type options struct {
 	dir, targets, jobs, longhorn, jsonOut, cpuProfile string
+	replicaFlags, controllerFlags                     string
 	size                                              int64
 	duration, ramp                                    time.Duration
 	rounds                                            int
-	keep, strict                                      bool
+	keep, strict, syscalls                            bool
 }
 
 func parseFlags() options {
@@ -49,10 +50,13 @@ func parseFlags() options {
 	flag.StringVar(&o.targets, "targets", "", "comma-separated row keys (default: every registered row)")
 	flag.StringVar(&o.jobs, "jobs", "", "comma-separated job names (default: all)")
 	flag.StringVar(&o.longhorn, "longhorn", "", "longhorn binary for the engine rows")
+	flag.StringVar(&o.replicaFlags, "replica-flags", "", "extra flags for `longhorn engine replica` (space-separated), e.g. --disable-revision-counter")
+	flag.StringVar(&o.controllerFlags, "controller-flags", "", "extra flags for `longhorn engine controller` (space-separated)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write results as JSON to this file")
 	flag.StringVar(&o.cpuProfile, "cpuprofile", "", "write a CPU profile of this process (covers in-process rows such as f)")
 	flag.IntVar(&o.rounds, "rounds", 1, "runs of every job per row; the median (by IOPS) is reported")
 	flag.BoolVar(&o.keep, "keep", false, "keep the benchmark directory (fio outputs, server logs)")
+	flag.BoolVar(&o.syscalls, "syscalls", false, "count the servers' system calls per I/O with perf stat")
 	flag.BoolVar(&o.strict, "strict", false, "exit 1 when a row misses its target ratio")
 	flag.Parse()
 	return o
@@ -109,9 +113,10 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, Procs: &procs{dir: dir}}
+	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, Procs: &procs{dir: dir},
+		ReplicaFlags: strings.Fields(o.replicaFlags), ControllerFlags: strings.Fields(o.controllerFlags)}
 	defer env.Procs.stopAll()
-	fr := &fioRunner{dir: dir, size: o.size, duration: o.duration, ramp: o.ramp}
+	fr := &fioRunner{dir: dir, size: o.size, duration: o.duration, ramp: o.ramp, syscalls: o.syscalls}
 
 	fmt.Printf("bench-dataplane: %d rows x %d jobs, %v each (+%v ramp), range %d MiB, dir %s\n",
 		len(selected), len(js), o.duration, o.ramp, o.size>>20, dir)

@@ -17,7 +17,7 @@ func TestParseFio(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Result{IOPS: 12800.5, BW: 52428800, P50us: 61.44, P99us: 183.296}
-	if r != want {
+	if r.IOPS != want.IOPS || r.BW != want.BW || r.P50us != want.P50us || r.P99us != want.P99us {
 		t.Fatalf("parseFio = %+v, want %+v", r, want)
 	}
 	if _, err := parseFio(data, false); err == nil {

@@ -50,6 +50,11 @@ func report(w io.Writer, rows []*row, js []Job) (failed bool) {
 			fmt.Fprintf(w, "  %-4s %-58s %10.0f %9.1f %9.0f %9.0f %8s %8s\n", "("+r.Key+")", r.Name,
 				res.IOPS, res.BW/(1<<20), res.P50us, res.P99us, fmtRatio(xb), fmtRatio(x0))
 		}
+		for _, r := range rows {
+			if res := r.results[j.Name]; r.skip == "" && res.Syscalls != nil {
+				fmt.Fprintf(w, "       (%s) syscalls per I/O: %s\n", r.Key, res.Syscalls)
+			}
+		}
 	}
 	fmt.Fprintln(w, "\nTargets (throughput ratio to the row's baseline):")
 	for _, r := range rows {

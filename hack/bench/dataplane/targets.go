@@ -56,6 +56,9 @@ type Env struct {
 	Size     int64
 	Longhorn string
 	Procs    *procs
+	// ReplicaFlags and ControllerFlags are appended to the engine commands
+	// (-replica-flags, -controller-flags), for experiments.
+	ReplicaFlags, ControllerFlags []string
 }
 
 // errUnavailable marks a row that cannot run here (tool or engine missing).

@@ -135,8 +135,8 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 				return nil, err
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(port)
-			p, err := env.Procs.start(fmt.Sprintf("engine%d-replica%d", n, i), env.Longhorn,
-				"engine", "replica", dir, "--size", size, "--listen", addr)
+			args := append([]string{"engine", "replica", dir, "--size", size, "--listen", addr}, env.ReplicaFlags...)
+			p, err := env.Procs.start(fmt.Sprintf("engine%d-replica%d", n, i), env.Longhorn, args...)
 			if err != nil {
 				stop()
 				return nil, err
@@ -155,6 +155,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		}
 		sock := filepath.Join(env.Dir, fmt.Sprintf("engine%d.sock", n))
 		ctlArgs = append(ctlArgs, "--nbd-listen", "unix:"+sock, "--listen", "127.0.0.1:"+strconv.Itoa(ctlPort))
+		ctlArgs = append(ctlArgs, env.ControllerFlags...)
 		ctl, err := env.Procs.start(fmt.Sprintf("engine%d-controller", n), env.Longhorn, ctlArgs...)
 		if err != nil {
 			stop()
