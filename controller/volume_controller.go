@@ -120,11 +120,11 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"ensure attachment", c.ensureVolumeAttachment},
 		{"replica health", c.reconcileReplicaHealth},
 		{"sizes", c.reconcileSizes},
+		{"robustness", c.reconcileRobustness},
 		{"replenish", c.reconcileReplenish},
 		{"schedule", c.reconcileScheduling},
 		{"cleanup", c.reconcileCleanup},
 		{"state", c.reconcileState},
-		{"robustness", c.reconcileRobustness},
 		{"conditions", c.reconcileConditions},
 	}
 	for _, st := range steps {

@@ -103,7 +103,14 @@ func (c *VolumeController) reconcileReplenish(_ context.Context, s *volumeSnapsh
 	if !attached || n.usable >= want || n.rebuilding > 0 || n.healthyRW == 0 {
 		return nil
 	}
-	in := scheduler.ReuseInput{Volume: s.schedVolume(), Replicas: s.schedReplicas(), Nodes: s.schedNodes(),
+	reps := s.schedReplicas()
+	for i := range reps {
+		// A failed replica is reused only once its old process is gone.
+		if r := s.reps[reps[i].Name]; failed(r) && r.Status.CurrentState != longhorn.InstanceStateStopped && r.Status.CurrentState != "" {
+			reps[i].Active = false
+		}
+	}
+	in := scheduler.ReuseInput{Volume: s.schedVolume(), Replicas: reps, Nodes: s.schedNodes(),
 		Settings: s.settings.sched, Now: s.now}
 	if name, ok, _ := scheduler.FindReusableReplica(in); ok {
 		r := s.reps[name]
