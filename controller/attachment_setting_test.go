@@ -97,7 +97,10 @@ func TestSettingDefaultsFromConfigMap(t *testing.T) {
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { _, err := f.m.env.configMaps.ConfigMaps(testNS).Get(DefaultSettingConfigMapName); return err == nil })
+	waitFor(t, func() bool {
+		_, err := f.m.env.configMaps.ConfigMaps(testNS).Get(DefaultSettingConfigMapName)
+		return err == nil
+	})
 	c := fixtureController[*SettingController](f)
 	if _, err := c.syncSetting(f.ctx, configMapKey); err != nil {
 		t.Fatal(err)
@@ -131,7 +134,10 @@ func TestSettingDefaultsFromConfigMap(t *testing.T) {
 	if _, err := f.lh.LonghornV1beta2().Settings(testNS).Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { c, err := f.ds.GetSettingRO(f.ctx, types.SettingNameDefaultReplicaCount); return err == nil && c.Value == "3" })
+	waitFor(t, func() bool {
+		c, err := f.ds.GetSettingRO(f.ctx, types.SettingNameDefaultReplicaCount)
+		return err == nil && c.Value == "3"
+	})
 	if _, err := c.syncSetting(f.ctx, configMapKey); err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,8 @@ import (
 	"fmt"
 	"sort"
 
-	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/controller/monitor"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/scheduler"
 )
 

@@ -67,7 +67,7 @@ func schedReplica(r *longhorn.Replica, s *volumeSnapshot) scheduler.Replica {
 	return scheduler.Replica{Name: r.Name, NodeID: r.Spec.NodeID, DiskID: r.Spec.DiskID, VolumeSize: r.Spec.VolumeSize,
 		HealthyAt: parseTime(r.Spec.HealthyAt), FailedAt: parseTime(r.Spec.FailedAt), RebuildRetryCount: r.Spec.RebuildRetryCount,
 		EvictionRequested: r.Spec.EvictionRequested, HardNodeAffinity: r.Spec.HardNodeAffinity, Active: r.Spec.Active,
-		Deleting: r.DeletionTimestamp != nil || s.gone[r.Name],
+		Deleting:               r.DeletionTimestamp != nil || s.gone[r.Name],
 		InstanceManagerRunning: im != nil && im.DeletionTimestamp == nil && im.Status.CurrentState == longhorn.InstanceManagerStateRunning}
 }
 
@@ -108,10 +108,10 @@ func (s *volumeSnapshot) schedNodes() []scheduler.Node {
 			sn.Disks = append(sn.Disks, scheduler.Disk{Name: dname, UUID: st.DiskUUID, Path: spec.Path,
 				Type: scheduler.DiskType(spec.Type), FSType: st.FSType, AllowScheduling: spec.AllowScheduling,
 				EvictionRequested: spec.EvictionRequested, Tags: spec.Tags,
-				Ready:             condTrue(st.Conditions, longhorn.DiskConditionTypeReady),
-				Schedulable:       sc.Status == longhorn.ConditionStatusTrue, SchedulableReason: sc.Reason,
-				StorageMaximum:    st.StorageMaximum, StorageAvailable: st.StorageAvailable,
-				StorageScheduled:  st.StorageScheduled, StorageReserved: spec.StorageReserved,
+				Ready:       condTrue(st.Conditions, longhorn.DiskConditionTypeReady),
+				Schedulable: sc.Status == longhorn.ConditionStatusTrue, SchedulableReason: sc.Reason,
+				StorageMaximum: st.StorageMaximum, StorageAvailable: st.StorageAvailable,
+				StorageScheduled: st.StorageScheduled, StorageReserved: spec.StorageReserved,
 				ScheduledReplicas: st.ScheduledReplica})
 		}
 		sort.Slice(sn.Disks, func(i, j int) bool { return sn.Disks[i].Name < sn.Disks[j].Name })

@@ -28,9 +28,17 @@ func TestValidateNode(t *testing.T) {
 	}{
 		{"valid", func(*longhorn.Node) {}, ""},
 		{"bad node tag", func(n *longhorn.Node) { n.Spec.Tags = []string{"a b"} }, "spec.tags[0]"},
-		{"bad disk tag", func(n *longhorn.Node) { d := n.Spec.Disks["disk-2"]; d.Tags = []string{"x/y"}; n.Spec.Disks["disk-2"] = d }, "spec.disks[disk-2].tags[0]"},
+		{"bad disk tag", func(n *longhorn.Node) {
+			d := n.Spec.Disks["disk-2"]
+			d.Tags = []string{"x/y"}
+			n.Spec.Disks["disk-2"] = d
+		}, "spec.disks[disk-2].tags[0]"},
 		{"relative path", func(n *longhorn.Node) { d := n.Spec.Disks["disk-2"]; d.Path = "mnt/disk2"; n.Spec.Disks["disk-2"] = d }, "spec.disks[disk-2].path"},
-		{"unclean path", func(n *longhorn.Node) { d := n.Spec.Disks["disk-2"]; d.Path = "/mnt/../disk2"; n.Spec.Disks["disk-2"] = d }, "spec.disks[disk-2].path"},
+		{"unclean path", func(n *longhorn.Node) {
+			d := n.Spec.Disks["disk-2"]
+			d.Path = "/mnt/../disk2"
+			n.Spec.Disks["disk-2"] = d
+		}, "spec.disks[disk-2].path"},
 		{"duplicate path", func(n *longhorn.Node) {
 			d := n.Spec.Disks["disk-2"]
 			d.Path = "/var/lib/longhorn"

@@ -136,7 +136,9 @@ func TestValidateVolume(t *testing.T) {
 		{"21 replicas", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = 21 }, "spec.numberOfReplicas"},
 		{"negative replicas", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = -1 }, "spec.numberOfReplicas"},
 		{"strict-local with 3", func(v *longhorn.Volume) { v.Spec.DataLocality = longhorn.DataLocalityStrictLocal }, "spec.numberOfReplicas"},
-		{"strict-local with 1", func(v *longhorn.Volume) { v.Spec.DataLocality, v.Spec.NumberOfReplicas = longhorn.DataLocalityStrictLocal, 1 }, ""},
+		{"strict-local with 1", func(v *longhorn.Volume) {
+			v.Spec.DataLocality, v.Spec.NumberOfReplicas = longhorn.DataLocalityStrictLocal, 1
+		}, ""},
 		{"bad locality", func(v *longhorn.Volume) { v.Spec.DataLocality = "nearby" }, "spec.dataLocality"},
 		{"bad access mode", func(v *longhorn.Volume) { v.Spec.AccessMode = "rw" }, "spec.accessMode"},
 		{"migratable rwo", func(v *longhorn.Volume) { v.Spec.Migratable = true }, "spec.migratable"},

@@ -50,7 +50,9 @@ func validateVolumeSpec(v *longhorn.Volume) error {
 	checks := []func() error{
 		func() error { return validateSizeField("spec.size", s.Size) },
 		func() error { return validateReplicaCount(s.NumberOfReplicas, s.DataLocality) },
-		func() error { return oneOf("spec.dataEngine", s.DataEngine, longhorn.DataEngineTypeV1, longhorn.DataEngineTypeV2) },
+		func() error {
+			return oneOf("spec.dataEngine", s.DataEngine, longhorn.DataEngineTypeV1, longhorn.DataEngineTypeV2)
+		},
 		func() error { return validateFrontend(s) },
 		func() error {
 			return oneOf("spec.accessMode", s.AccessMode, longhorn.AccessModeReadWriteOnce, longhorn.AccessModeReadWriteOncePod, longhorn.AccessModeReadWriteMany)
