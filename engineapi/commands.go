@@ -73,12 +73,14 @@ func EngineInstanceSpec(o EngineOptions) InstanceSpec {
 }
 
 // ReplicaAddress is the engine-facing address of a replica instance that
-// listens on host: "tcp://HOST:PortStart".
+// listens on host: "tcp://HOST:PortStart". An empty host (the replica listens
+// on all addresses) gives 127.0.0.1, reachable from the same node only.
 func ReplicaAddress(host string, i *Instance) string {
 	return "tcp://" + joinHostPort(host, i.Status.PortStart)
 }
 
-// EngineAddress is the gRPC address of an engine instance that listens on host.
+// EngineAddress is the gRPC address "HOST:PortStart" of an engine instance
+// that listens on host ("" gives 127.0.0.1, as for ReplicaAddress).
 func EngineAddress(host string, i *Instance) string { return joinHostPort(host, i.Status.PortStart) }
 
 func joinHostPort(host string, port int32) string {

@@ -223,3 +223,42 @@ func TestRealInstanceManagerWithStandIns(t *testing.T) {
 		t.Fatalf("engine stand-in %d survived the instance manager: %v", epid, err)
 	}
 }
+
+// TestRealInstanceManagerKilledTakesItsProcesses: kill -9 of the instance
+// manager leaves no orphan (children get SIGKILL through PR_SET_PDEATHSIG).
+func TestRealInstanceManagerKilledTakesItsProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts the longhorn binary")
+	}
+	im := startRealIM(t, 5)
+	h := NewHandler(HandlerOptions{})
+	defer h.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := im.connect(t, ctx, h)
+	w, err := c.InstanceWatch(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.InstanceCreate(ctx, standIn("orphan-e-0", InstanceTypeEngine, 1)); err != nil {
+		t.Fatal(err)
+	}
+	e := waitInstance(t, w, "orphan-e-0", InstanceStateRunning, false)
+	pid := pidListeningAs(t, EngineAddress("127.0.0.1", e))
+	if err := im.cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	im.exited <- <-im.exited
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		// The child is reaped by init once it died; until then it may be a zombie.
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
+		if err != nil || bytes.Contains(b, []byte(") Z ")) {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("process %d outlived its instance manager: %s", pid, b)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -96,7 +96,9 @@
 // # Crash safety
 //
 // Multi-step operations commit with one atomic rename; Open finishes or
-// undoes what a crash leaves: stale *.tmp files are removed; a head file
+// undoes what a crash leaves: stale *.tmp files are removed (Open and Reload
+// remove every *.tmp file in the directory, so a rebuild receiver must not
+// use that suffix); a head file
 // other than volume.meta Head (a snapshot, revert or expansion interrupted
 // before or after its volume.meta commit) is removed; a volume-snap file that
 // is a hard link of the head (a snapshot interrupted before the commit) is

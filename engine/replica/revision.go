@@ -88,6 +88,9 @@ func (c *revisionCounter) read() (int64, error) {
 		return 0, err
 	}
 	text := strings.TrimRight(string(c.block[:n]), "\x00")
+	if text == "" {
+		return 0, nil // created but not yet written when the process died
+	}
 	v, err := strconv.ParseInt(text, 10, 64)
 	if err != nil || v < 0 {
 		return 0, fmt.Errorf("%w: %s holds %q", ErrCorrupt, RevisionCounterFile, text)

@@ -486,6 +486,13 @@ func TestRevisionCounter(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(d.dir, RevisionCounterFile)); !os.IsNotExist(err) {
 		t.Fatal("disabled counter created its file")
 	}
+	s.Close()
+	os.WriteFile(filepath.Join(s.dir, RevisionCounterFile), nil, 0o600) // created, never written
+	if e, err := Open(s.dir, Options{}); err != nil || e.RevisionCounter() != 0 {
+		t.Fatalf("empty counter file: %v", err)
+	} else {
+		e.Close()
+	}
 	if err := os.WriteFile(filepath.Join(s.dir, RevisionCounterFile), []byte("garbage"), 0o600); err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,6 @@ func newConn(t *Target, nc net.Conn) *conn {
 	c.log = t.log.WithField("remote", nc.RemoteAddr().String())
 	c.pr.r = bufio.NewReaderSize(nc, readBufferSize)
 	c.pr.maxData = loginMaxData
-	c.q.init()
 	if tc, ok := nc.(*net.TCPConn); ok {
 		tc.SetNoDelay(true)
 	}
@@ -81,14 +80,16 @@ func (c *conn) startWriter() {
 	c.pr.maxData = c.p.maxRecvDSL
 	c.pr.hdrDigest, c.pr.dataDigest = c.p.headerDigest, c.p.dataDigest
 	c.maxXmitDSL.Store(int32(c.p.maxXmitDSL))
-	c.w.nc, c.w.q = c.nc, &c.q
+	c.w.nc = c.nc
+	c.w.arena = make([]byte, 0, arenaSize)
+	c.q.init(&c.w)
 	c.w.seq = c.sess.seq
 	hd, dd := c.p.headerDigest, c.p.dataDigest
 	c.w.digests = func() (bool, bool, int) { return hd, dd, int(c.maxXmitDSL.Load()) }
 	c.wdone = make(chan struct{})
 	go func() {
 		defer close(c.wdone)
-		c.w.run()
+		c.q.run()
 	}()
 }
 
@@ -103,8 +104,8 @@ func (c *conn) teardown() {
 	}
 	c.mu.Unlock()
 	c.execWG.Wait()
-	c.q.close()
 	if c.wdone != nil {
+		c.q.close()
 		<-c.wdone
 	}
 	c.nc.Close()
@@ -220,7 +221,7 @@ func (c *conn) reject(h *bhs, reason byte) {
 	p.hdr.setU32(16, reservedTag)
 	p.advance = true
 	p.data = append([]byte(nil), h[:]...)
-	c.q.push(p)
+	c.q.push(p, false)
 }
 
 // onNOPOut answers a ping (ITT != 0xffffffff) with a NOP-In echoing its
@@ -246,7 +247,7 @@ func (c *conn) onNOPOut(h *bhs) error {
 	p.hdr.setU32(20, reservedTag)
 	p.data = data
 	p.advance = true
-	c.q.push(p)
+	c.q.push(p, false)
 	return nil
 }
 
@@ -292,7 +293,7 @@ func (c *conn) onText(h *bhs) error {
 	}
 	p.data = out
 	p.advance = true
-	c.q.push(p)
+	c.q.push(p, false)
 	return nil
 }
 
@@ -353,6 +354,6 @@ func (c *conn) onLogout(h *bhs) error {
 	p.hdr.setU16(40, uint16(c.p.time2Wait))
 	p.hdr.setU16(42, uint16(c.p.time2Retain))
 	p.advance = true
-	c.q.push(p)
+	c.q.push(p, false)
 	return io.EOF
 }

@@ -122,9 +122,49 @@ func numeric(v string, lo, hi uint64) (int, bool) {
 	return int(n), true
 }
 
+// numericKey is a numeric operational key: its range and how the result
+// is derived from the offer (RFC 7143 13: min or max with ours).
+type numericKey struct {
+	lo, hi uint64
+	apply  func(p *params, lim *limits, n int) string
+}
+
+var numericKeys = map[string]numericKey{
+	"MaxConnections": {1, 65535, func(*params, *limits, int) string { return "1" }},
+	"MaxBurstLength": {512, 1<<24 - 1, func(p *params, lim *limits, n int) string {
+		p.maxBurst = min(n, lim.maxBurst)
+		return strconv.Itoa(p.maxBurst)
+	}},
+	"FirstBurstLength": {512, 1<<24 - 1, func(p *params, lim *limits, n int) string {
+		p.firstBurst = min(n, lim.firstBurst)
+		return strconv.Itoa(p.firstBurst)
+	}},
+	"MaxOutstandingR2T": {1, 65535, func(p *params, lim *limits, n int) string {
+		p.maxOutstandingR2T = min(n, lim.maxOutstandingR2T)
+		return strconv.Itoa(p.maxOutstandingR2T)
+	}},
+	"DefaultTime2Wait": {0, 3600, func(p *params, lim *limits, n int) string {
+		p.time2Wait = max(n, lim.time2Wait)
+		return strconv.Itoa(p.time2Wait)
+	}},
+	"DefaultTime2Retain": {0, 3600, func(p *params, lim *limits, n int) string {
+		p.time2Retain = min(n, lim.time2Retain)
+		return strconv.Itoa(p.time2Retain)
+	}},
+	"ErrorRecoveryLevel": {0, 2, func(*params, *limits, int) string { return "0" }},
+	"iSCSIProtocolLevel": {0, 31, func(*params, *limits, int) string { return "1" }}, // RFC 7144: min(offer, 1)
+}
+
 // negotiateOp answers one operational key (RFC 7143 13.2-13.24) and
 // updates p. It returns the response value and whether to send it.
 func negotiateOp(p *params, lim *limits, key, v string) (string, bool) {
+	if k, ok := numericKeys[key]; ok {
+		n, ok := numeric(v, k.lo, k.hi)
+		if !ok {
+			return valReject, true
+		}
+		return k.apply(p, lim, n), true
+	}
 	switch key {
 	case "HeaderDigest":
 		on, r := negotiateDigest(v, lim.preferCRC32C)
@@ -134,25 +174,6 @@ func negotiateOp(p *params, lim *limits, key, v string) (string, bool) {
 		on, r := negotiateDigest(v, lim.preferCRC32C)
 		p.dataDigest = on
 		return r, true
-	case "MaxConnections":
-		if _, ok := numeric(v, 1, 65535); !ok {
-			return valReject, true
-		}
-		return "1", true
-	case "InitialR2T":
-		b, ok := parseBool(v)
-		if !ok {
-			return valReject, true
-		}
-		p.initialR2T = b // OR with our "No"
-		return yesNo(b), true
-	case "ImmediateData":
-		b, ok := parseBool(v)
-		if !ok {
-			return valReject, true
-		}
-		p.immediateData = b // AND with our "Yes"
-		return yesNo(b), true
 	case "MaxRecvDataSegmentLength":
 		n, ok := numeric(v, 512, 1<<24-1)
 		if !ok {
@@ -160,69 +181,37 @@ func negotiateOp(p *params, lim *limits, key, v string) (string, bool) {
 		}
 		p.maxXmitDSL = n
 		return "", false // declarative: ours is declared separately
-	case "MaxBurstLength":
-		n, ok := numeric(v, 512, 1<<24-1)
-		if !ok {
-			return valReject, true
-		}
-		p.maxBurst = min(n, lim.maxBurst)
-		return strconv.Itoa(p.maxBurst), true
-	case "FirstBurstLength":
-		n, ok := numeric(v, 512, 1<<24-1)
-		if !ok {
-			return valReject, true
-		}
-		p.firstBurst = min(n, lim.firstBurst)
-		return strconv.Itoa(p.firstBurst), true
-	case "MaxOutstandingR2T":
-		n, ok := numeric(v, 1, 65535)
-		if !ok {
-			return valReject, true
-		}
-		p.maxOutstandingR2T = min(n, lim.maxOutstandingR2T)
-		return strconv.Itoa(p.maxOutstandingR2T), true
-	case "DefaultTime2Wait":
-		n, ok := numeric(v, 0, 3600)
-		if !ok {
-			return valReject, true
-		}
-		p.time2Wait = max(n, lim.time2Wait)
-		return strconv.Itoa(p.time2Wait), true
-	case "DefaultTime2Retain":
-		n, ok := numeric(v, 0, 3600)
-		if !ok {
-			return valReject, true
-		}
-		p.time2Retain = min(n, lim.time2Retain)
-		return strconv.Itoa(p.time2Retain), true
-	case "ErrorRecoveryLevel":
-		if _, ok := numeric(v, 0, 2); !ok {
-			return valReject, true
-		}
-		return "0", true
-	case "DataPDUInOrder", "DataSequenceInOrder":
-		if _, ok := parseBool(v); !ok {
-			return valReject, true
-		}
-		return "Yes", true // OR with our "Yes"
-	case "IFMarker", "OFMarker", "RDMAExtensions":
-		if _, ok := parseBool(v); !ok {
-			return valReject, true
-		}
-		return "No", true // AND with our "No"
+	case "InitialR2T", "ImmediateData", "DataPDUInOrder", "DataSequenceInOrder", "IFMarker", "OFMarker", "RDMAExtensions":
+		return negotiateBool(p, key, v), true
 	case "IFMarkInt", "OFMarkInt":
 		return valIrrelevant, true
-	case "iSCSIProtocolLevel":
-		if _, ok := numeric(v, 0, 31); !ok {
-			return valReject, true
-		}
-		return "1", true // RFC 7144: min(offer, 1)
 	case "TaskReporting":
 		return "RFC3720", true
 	case "InitiatorAlias", "TargetAlias", "InitiatorName", "TargetName", "SessionType", "TargetPortalGroupTag", "TargetAddress":
 		return "", false // declarative, handled by the login
 	}
 	return valNotUnderstood, true
+}
+
+// negotiateBool answers the boolean keys: InitialR2T is OR with our "No",
+// ImmediateData AND with our "Yes", the in-order keys OR with our "Yes",
+// markers and RDMA AND with our "No".
+func negotiateBool(p *params, key, v string) string {
+	b, ok := parseBool(v)
+	if !ok {
+		return valReject
+	}
+	switch key {
+	case "InitialR2T":
+		p.initialR2T = b
+		return yesNo(b)
+	case "ImmediateData":
+		p.immediateData = b
+		return yesNo(b)
+	case "DataPDUInOrder", "DataSequenceInOrder":
+		return "Yes"
+	}
+	return "No"
 }
 
 // validateParams fixes combinations RFC 7143 forbids: FirstBurstLength may

@@ -149,7 +149,7 @@ func (c *conn) issueR2Ts(t *task) {
 		p.hdr.setU32(44, uint32(n))
 		t.r2tSN++
 		t.r2tNext += n
-		c.q.push(p)
+		c.q.push(p, false)
 	}
 }
 
@@ -219,7 +219,7 @@ func (c *conn) dispatch(t *task) {
 	}
 	t.wg.Add(1)
 	c.execWG.Add(1)
-	go c.execute(t)
+	c.t.pool.run(job{c, t})
 }
 
 func (c *conn) execute(t *task) {
@@ -303,5 +303,5 @@ func (c *conn) respond(t *task, res *scsi.Result, e *scsi.Error) {
 		p.data = sense
 		p.advance = true
 	}
-	c.q.push(p)
+	c.q.push(p, true)
 }

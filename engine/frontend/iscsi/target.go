@@ -87,6 +87,7 @@ type Target struct {
 	sessions map[uint16]*session
 	conns    map[*conn]struct{}
 	nextTSIH uint16
+	pool     *workerPool
 	wg       sync.WaitGroup
 }
 
@@ -137,6 +138,7 @@ func (t *Target) Startup(ctx context.Context, name string, size int64, backend f
 	t.absent = &scsi.Absent{LUNs: luns}
 	t.sessions = map[uint16]*session{}
 	t.conns = map[*conn]struct{}{}
+	t.pool = newWorkerPool()
 	t.endpoint = fmt.Sprintf("iscsi://%s/%s/%d", advertisedAddr(ln.Addr().(*net.TCPAddr)), iqn, VolumeLUN)
 	t.running = true
 	t.wg.Add(1)
@@ -208,8 +210,10 @@ func (t *Target) Shutdown() error {
 		c.abort()
 	}
 	t.endpoint = ""
+	pool := t.pool
 	t.mu.Unlock()
 	t.wg.Wait()
+	pool.stop()
 	t.log.Info("iSCSI target stopped")
 	return nil
 }

@@ -37,7 +37,7 @@ func (c *conn) onTMF(h *bhs) error {
 		c.afterAbort(itt, func(t *task) bool { return t.lunField == lunField }, nil, false)
 	case tmfLUNReset:
 		if !exists {
-			c.tmfResponse(itt, tmfRespNoLUN)
+			c.tmfResponse(itt, tmfRespNoLUN, false)
 			return nil
 		}
 		c.afterAbort(itt, func(t *task) bool { return t.lunField == lunField }, u.Reset, false)
@@ -49,11 +49,11 @@ func (c *conn) onTMF(h *bhs) error {
 			}
 		}, cold)
 	case tmfClearACA:
-		c.tmfResponse(itt, tmfRespNotSupp)
+		c.tmfResponse(itt, tmfRespNotSupp, false)
 	case tmfTaskReassign:
-		c.tmfResponse(itt, tmfRespNoReassign)
+		c.tmfResponse(itt, tmfRespNoReassign, false)
 	default:
-		c.tmfResponse(itt, tmfRespRejected)
+		c.tmfResponse(itt, tmfRespRejected, false)
 	}
 	return nil
 }
@@ -64,7 +64,7 @@ func (c *conn) abortOne(itt, ref uint32) {
 	t := c.tasks[ref]
 	if t == nil {
 		c.mu.Unlock()
-		c.tmfResponse(itt, tmfRespNoTask)
+		c.tmfResponse(itt, tmfRespNoTask, false)
 		return
 	}
 	t.abortLocked()
@@ -74,7 +74,7 @@ func (c *conn) abortOne(itt, ref uint32) {
 	go func() {
 		defer c.execWG.Done()
 		t.wg.Wait()
-		c.tmfResponse(itt, tmfRespComplete)
+		c.tmfResponse(itt, tmfRespComplete, true)
 	}()
 }
 
@@ -101,21 +101,22 @@ func (c *conn) afterAbort(itt uint32, match func(*task) bool, then func(), close
 		if then != nil {
 			then()
 		}
-		c.tmfResponse(itt, tmfRespComplete)
+		c.tmfResponse(itt, tmfRespComplete, true)
 		if closeAll {
 			c.closeAfterQueued()
 		}
 	}()
 }
 
-func (c *conn) tmfResponse(itt uint32, resp byte) {
+// tmfResponse queues a TMF response; inline is false on the reader goroutine.
+func (c *conn) tmfResponse(itt uint32, resp byte, inline bool) {
 	p := newOut()
 	p.hdr[0] = opTaskMgmtResp
 	p.hdr[1] = 0x80
 	p.hdr[2] = resp
 	p.hdr.setU32(16, itt)
 	p.advance = true
-	c.q.push(p)
+	c.q.push(p, inline)
 }
 
 // closeAfterQueued closes the other connections now and this one after
@@ -130,5 +131,5 @@ func (c *conn) closeAfterQueued() {
 	p := newOut()
 	p.kind = outMarker
 	p.after = c.abort
-	c.q.push(p)
+	c.q.push(p, true)
 }

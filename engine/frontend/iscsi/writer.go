@@ -53,59 +53,121 @@ func (p *outPDU) release() {
 	outPool.Put(p)
 }
 
-// sendQueue is an unbounded FIFO between producers (reader, executors) and
-// the connection's writer goroutine; producers never block, so a slow
-// initiator cannot stall the reader into a deadlock.
+// sendQueue is an unbounded FIFO of responses. One drainer at a time
+// writes it: an executor goroutine that finds nobody writing drains the
+// queue itself (no wake-up of another goroutine on the hot path); the reader
+// goroutine never writes, it wakes the writer goroutine instead, so a slow
+// initiator can never block the reader into a deadlock.
 type sendQueue struct {
-	mu     sync.Mutex
-	items  []*outPDU
-	closed bool
-	wake   chan struct{}
+	mu      sync.Mutex
+	items   []*outPDU
+	spare   []*outPDU
+	writing bool // a drainer is active
+	closed  bool
+	err     error // first write error: later items are released unwritten
+	wake    chan struct{}
+	w       *writer
 }
 
-func (q *sendQueue) init() { q.wake = make(chan struct{}, 1) }
+func (q *sendQueue) init(w *writer) {
+	q.wake = make(chan struct{}, 1)
+	q.w = w
+}
 
-// push queues p; after close it releases p at once and returns false.
-func (q *sendQueue) push(p *outPDU) bool {
+func (q *sendQueue) signal() {
+	select {
+	case q.wake <- struct{}{}:
+	default:
+	}
+}
+
+// push queues p; after close it releases p at once. With inline the caller
+// drains the queue itself when no one else is writing.
+func (q *sendQueue) push(p *outPDU, inline bool) {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		p.release()
-		return false
+		return
 	}
 	q.items = append(q.items, p)
-	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	if inline && !q.writing {
+		q.writing = true
+		q.mu.Unlock()
+		q.drain()
+		return
 	}
-	return true
+	q.mu.Unlock()
+	q.signal()
 }
 
-// take swaps out the queued items (into spare's storage).
-func (q *sendQueue) take(spare []*outPDU) ([]*outPDU, bool) {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	items := q.items
-	q.items = spare[:0]
-	return items, q.closed
+// drain writes batches until the queue is empty; the caller set writing.
+func (q *sendQueue) drain() {
+	for {
+		q.mu.Lock()
+		batch := q.items
+		if len(batch) == 0 {
+			q.writing = false
+			closed := q.closed
+			q.mu.Unlock()
+			if closed {
+				q.signal() // let run see the end
+			}
+			return
+		}
+		q.items, q.spare = q.spare[:0], nil
+		err := q.err
+		q.mu.Unlock()
+		if err == nil {
+			if err = q.w.writeBatch(batch); err != nil {
+				q.w.nc.Close() // wakes the reader
+				q.mu.Lock()
+				q.err = err
+				q.mu.Unlock()
+			}
+		}
+		for i, p := range batch {
+			p.release()
+			batch[i] = nil
+		}
+		q.mu.Lock()
+		q.spare = batch[:0]
+		q.mu.Unlock()
+	}
 }
 
-// close stops the queue; queued items are still written by the writer.
+// run is the writer goroutine: it drains what the reader queued and returns
+// once the queue is closed and empty.
+func (q *sendQueue) run() {
+	for {
+		q.mu.Lock()
+		switch {
+		case !q.writing && len(q.items) > 0:
+			q.writing = true
+			q.mu.Unlock()
+			q.drain()
+			continue
+		case q.closed && !q.writing:
+			q.mu.Unlock()
+			return
+		}
+		q.mu.Unlock()
+		<-q.wake
+	}
+}
+
+// close stops the queue; queued items are still written.
 func (q *sendQueue) close() {
 	q.mu.Lock()
 	q.closed = true
 	q.mu.Unlock()
-	select {
-	case q.wake <- struct{}{}:
-	default:
-	}
+	q.signal()
 }
 
-// writer turns queued responses into writev calls. It owns StatSN.
+// writer encodes responses into writev calls; only the active drainer uses
+// it. It owns StatSN.
 type writer struct {
 	nc      net.Conn
-	q       *sendQueue
 	statSN  uint32
 	seq     func() (exp, max uint32)
 	digests func() (hdr, data bool, maxSeg int)
@@ -117,42 +179,6 @@ const (
 	arenaSize = 64 << 10
 	maxIOV    = 1024
 )
-
-// run writes until the queue is closed and drained or a write fails; it
-// then releases every remaining item. It returns the write error, if any.
-func (w *writer) run() error {
-	w.arena = make([]byte, 0, arenaSize)
-	var batch []*outPDU
-	var err error
-	for {
-		<-w.q.wake
-		var closed bool
-		batch, closed = w.q.take(batch)
-		if err == nil {
-			if err = w.writeBatch(batch); err != nil {
-				w.nc.Close() // wakes the reader
-			}
-		}
-		for i, p := range batch {
-			p.release()
-			batch[i] = nil
-		}
-		if closed {
-			items, _ := w.q.take(nil)
-			if len(items) == 0 {
-				return err
-			}
-			batch = items
-			if err == nil {
-				err = w.writeBatch(batch)
-			}
-			for _, p := range batch {
-				p.release()
-			}
-			return err
-		}
-	}
-}
 
 func (w *writer) writeBatch(batch []*outPDU) error {
 	hd, dd, maxSeg := w.digests()
