@@ -193,10 +193,14 @@ func (c *Controller) setMode(b *backend, m Mode, reason string) {
 	case ModeERR:
 		c.r.markERR(b, errors.New(reason))
 	default:
-		if b.getMode() != ModeERR {
-			b.mode.Store(int32(m))
-			c.r.adjustTimeouts()
+		// Never resurrect a replica that markERR failed concurrently.
+		for {
+			cur := b.mode.Load()
+			if Mode(cur) == ModeERR || b.mode.CompareAndSwap(cur, int32(m)) {
+				break
+			}
 		}
+		c.r.adjustTimeouts()
 	}
 }
 

@@ -417,16 +417,21 @@ func (r *replicator) markERR(b *backend, err error) {
 }
 
 // adjustTimeouts gives the last healthy RW replica twice the timeout, as
-// Longhorn does, so a slow but alive last replica is not failed too eagerly.
+// Longhorn does, so a slow but alive last replica is not failed too eagerly;
+// with several RW replicas every one has the normal timeout.
 func (r *replicator) adjustTimeouts() {
 	var alive []*backend
 	for _, b := range r.list() {
-		if b.getMode() == ModeRW {
+		if b.getMode() == ModeRW && b.data != nil {
 			alive = append(alive, b)
 		}
 	}
-	if len(alive) == 1 && alive[0].data != nil {
-		alive[0].data.SetTimeout(2 * r.timeout)
+	t := r.timeout
+	if len(alive) == 1 {
+		t *= 2
+	}
+	for _, b := range alive {
+		b.data.SetTimeout(t)
 	}
 }
 

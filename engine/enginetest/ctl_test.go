@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -79,5 +80,31 @@ func TestCtlSnapshotRevertExpand(t *testing.T) {
 	}
 	if vol.Size != strconv.Itoa(2*size) || vol.ReplicaCount != 2 {
 		t.Fatalf("info %+v", vol)
+	}
+}
+
+// TestHungReplicaTimesOut: a replica that stops answering (SIGSTOP) is failed
+// after --engine-replica-timeout and I/O goes on with the others.
+func TestHungReplicaTimesOut(t *testing.T) {
+	testutilTools(t, "qemu-io")
+	const size = 16 << 20
+	dir := t.TempDir()
+	reps := []*replicaProc{startReplica(t, filepath.Join(dir, "a"), size), startReplica(t, filepath.Join(dir, "b"), size)}
+	e := startEngine(t, "vol", size, reps, "--engine-replica-timeout", "2")
+	run(t, time.Minute, "qemu-io", "-f", "raw", "-c", "write -P 0x61 0 1M", e.uri())
+	if err := reps[1].cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	defer reps[1].cmd.Process.Signal(syscall.SIGCONT) //nolint:errcheck
+	start := time.Now()
+	out := run(t, time.Minute, "qemu-io", "-f", "raw", "-c", "write -P 0x62 1M 1M", "-c", "read -P 0x62 1M 1M", "-c", "read -P 0x61 0 1M", e.uri())
+	if strings.Contains(out, "verification failed") {
+		t.Fatalf("qemu-io:\n%s", out)
+	}
+	if d := time.Since(start); d > 20*time.Second {
+		t.Fatalf("I/O stalled %v with a 2 s replica timeout", d)
+	}
+	if m := e.modes(); m[reps[1].addr] != "ERR" || m[reps[0].addr] != "RW" {
+		t.Fatalf("modes %v, want the stopped replica ERR", m)
 	}
 }
