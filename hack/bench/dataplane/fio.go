@@ -41,9 +41,9 @@ type Result struct {
 	P50us float64 `json:"p50_us"`
 	P99us float64 `json:"p99_us"`
 	Err   string  `json:"error,omitempty"`
-	// Syscalls are the server processes' system calls per I/O during the
-	// measured time (-syscalls); nil otherwise.
-	Syscalls SyscallCounts `json:"syscalls,omitempty"`
+	// Syscalls are the system calls per I/O of each server process (by
+	// Process.Name) during the measured time (-syscalls); nil otherwise.
+	Syscalls map[string]SyscallCounts `json:"syscalls,omitempty"`
 }
 
 // fioOutput is the part of `fio --output-format=json` the harness reads.
@@ -121,14 +121,14 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 	out := filepath.Join(f.dir, fmt.Sprintf("fio-%s-%s.json", key, j.Name))
 	args := append(f.commonArgs(j), ep.FioArgs...)
 	args = append(args, "--output-format=json", "--output="+out)
-	var counts <-chan SyscallCounts
-	if f.syscalls && len(ep.Pids) > 0 {
-		counts = countSyscalls(ctx, ep.Pids, f.ramp, f.duration)
+	var counts <-chan map[string]SyscallCounts
+	if ps := ep.processes(); f.syscalls && len(ps) > 0 {
+		counts = countSyscalls(ctx, ps, f.ramp, f.duration)
 	}
 	if err := f.exec(ctx, ep, args, time.Duration(2)*(f.duration+f.ramp)+time.Minute); err != nil {
 		return Result{Err: err.Error()}
 	}
-	var sc SyscallCounts
+	var sc map[string]SyscallCounts
 	if counts != nil {
 		sc = <-counts
 	}
@@ -140,8 +140,11 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 	if err != nil {
 		return Result{Err: err.Error()}
 	}
-	if sc != nil {
-		r.Syscalls = sc.scale(1 / (r.IOPS * f.duration.Seconds()))
+	for name, c := range sc {
+		if r.Syscalls == nil {
+			r.Syscalls = map[string]SyscallCounts{}
+		}
+		r.Syscalls[name] = c.scale(1 / (r.IOPS * f.duration.Seconds()))
 	}
 	return r
 }

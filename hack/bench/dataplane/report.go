@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"sort"
 	"strings"
 )
 
@@ -51,8 +52,17 @@ func report(w io.Writer, rows []*row, js []Job) (failed bool) {
 				res.IOPS, res.BW/(1<<20), res.P50us, res.P99us, fmtRatio(xb), fmtRatio(x0))
 		}
 		for _, r := range rows {
-			if res := r.results[j.Name]; r.skip == "" && res.Syscalls != nil {
-				fmt.Fprintf(w, "       (%s) syscalls per I/O: %s\n", r.Key, res.Syscalls)
+			res := r.results[j.Name]
+			if r.skip != "" {
+				continue
+			}
+			names := make([]string, 0, len(res.Syscalls))
+			for n := range res.Syscalls {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			for _, n := range names {
+				fmt.Fprintf(w, "       (%s) %-11s syscalls per I/O: %s\n", r.Key, n, res.Syscalls[n])
 			}
 		}
 	}

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -27,10 +28,11 @@ var syscallEvents = []string{
 // SyscallCounts maps a syscall name ("total" for all) to its count.
 type SyscallCounts map[string]float64
 
-// countSyscalls runs perf stat on pids for d (after waiting delay) and returns
-// the counts; the result arrives on the channel (nil on failure).
-func countSyscalls(ctx context.Context, pids []int, delay, d time.Duration) <-chan SyscallCounts {
-	ch := make(chan SyscallCounts, 1)
+// countSyscalls runs one perf stat per process for d (after waiting delay);
+// the counts by process name arrive on the channel (a process whose perf
+// failed is missing).
+func countSyscalls(ctx context.Context, procs []Process, delay, d time.Duration) <-chan map[string]SyscallCounts {
+	ch := make(chan map[string]SyscallCounts, 1)
 	go func() {
 		defer close(ch)
 		select {
@@ -42,17 +44,26 @@ func countSyscalls(ctx context.Context, pids []int, delay, d time.Duration) <-ch
 		for _, e := range syscallEvents {
 			events = append(events, "syscalls:sys_enter_"+e)
 		}
-		var ps []string
-		for _, p := range pids {
-			ps = append(ps, strconv.Itoa(p))
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		out := map[string]SyscallCounts{}
+		for _, p := range procs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				args := []string{"stat", "-x,", "-e", strings.Join(events, ","), "-p", strconv.Itoa(p.Pid),
+					"--", "sleep", strconv.FormatFloat(d.Seconds(), 'f', 1, 64)}
+				res, err := exec.CommandContext(ctx, "perf", args...).CombinedOutput()
+				if err != nil {
+					return
+				}
+				mu.Lock()
+				out[p.Name] = parsePerfStat(res)
+				mu.Unlock()
+			}()
 		}
-		args := []string{"stat", "-x,", "-e", strings.Join(events, ","), "-p", strings.Join(ps, ","),
-			"--", "sleep", strconv.FormatFloat(d.Seconds(), 'f', 1, 64)}
-		out, err := exec.CommandContext(ctx, "perf", args...).CombinedOutput()
-		if err != nil {
-			return
-		}
-		ch <- parsePerfStat(out)
+		wg.Wait()
+		ch <- out
 	}()
 	return ch
 }

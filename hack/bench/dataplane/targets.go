@@ -43,9 +43,26 @@ type Endpoint struct {
 	FioBinary string
 	// FioArgs select the engine and the target, e.g. --ioengine=nbd --uri=...
 	FioArgs []string
-	// Pids are the server processes (for profiling); Stop ends them.
+	// Processes are the server processes (for -syscalls); Stop ends them.
+	Processes []Process
+	// Pids are server processes without a name (reported as "pid N").
 	Pids []int
 	Stop func()
+}
+
+// processes returns Processes plus the unnamed Pids.
+func (e *Endpoint) processes() []Process {
+	out := append([]Process(nil), e.Processes...)
+	for _, p := range e.Pids {
+		out = append(out, Process{Name: fmt.Sprintf("pid %d", p), Pid: p})
+	}
+	return out
+}
+
+// Process names one server process of a row.
+type Process struct {
+	Name string // e.g. "controller", "replica0"
+	Pid  int
 }
 
 // Env is what a target gets to start: a private directory on the benchmark
@@ -144,9 +161,9 @@ func startNbdkit(ctx context.Context, env *Env) (*Endpoint, error) {
 		return nil, err
 	}
 	return &Endpoint{
-		FioArgs: []string{"--ioengine=nbd", "--uri=" + uri},
-		Pids:    []int{p.cmd.Process.Pid},
-		Stop:    func() { p.stop(); _ = os.Remove(img) },
+		FioArgs:   []string{"--ioengine=nbd", "--uri=" + uri},
+		Processes: []Process{{"nbdkit", p.cmd.Process.Pid}},
+		Stop:      func() { p.stop(); _ = os.Remove(img) },
 	}, nil
 }
 

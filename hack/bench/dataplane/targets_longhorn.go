@@ -7,6 +7,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 
@@ -71,8 +72,8 @@ func startFrontendFile(ctx context.Context, env *Env) (*Endpoint, error) {
 		return nil, err
 	}
 	return &Endpoint{
-		FioArgs: []string{"--ioengine=nbd", "--uri=" + srv.Endpoint()},
-		Pids:    []int{os.Getpid()},
+		FioArgs:   []string{"--ioengine=nbd", "--uri=" + srv.Endpoint()},
+		Processes: []Process{{"harness", os.Getpid()}},
 		Stop: func() {
 			_ = srv.Shutdown()
 			_ = f.Close()
@@ -167,10 +168,10 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			stop()
 			return nil, fmt.Errorf("controller: %w (see %s.log)", err, ctl.name)
 		}
-		pids := make([]int, len(started))
+		ps := make([]Process, len(started))
 		for i, p := range started {
-			pids[i] = p.cmd.Process.Pid
+			ps[i] = Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("engine%d-", n)), Pid: p.cmd.Process.Pid}
 		}
-		return &Endpoint{FioArgs: []string{"--ioengine=nbd", "--uri=" + uri}, Pids: pids, Stop: stop}, nil
+		return &Endpoint{FioArgs: []string{"--ioengine=nbd", "--uri=" + uri}, Processes: ps, Stop: stop}, nil
 	}
 }
