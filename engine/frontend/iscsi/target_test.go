@@ -293,3 +293,107 @@ func TestShutdownWaitsForCommands(t *testing.T) {
 		t.Fatalf("restart: %v", err)
 	}
 }
+
+// TestLargeTransfers: the largest transfer (MaxTransferBlocks) with
+// immediate data, unsolicited Data-Out and several outstanding R2Ts.
+func TestLargeTransfers(t *testing.T) {
+	tt := startTarget(t, 64<<20, Config{}, nil)
+	for _, c := range []struct {
+		name string
+		keys []kv
+	}{
+		{"unsolicited+R2T", []kv{{"FirstBurstLength", "65536"}, {"MaxBurstLength", "131072"}, {"MaxOutstandingR2T", "4"}}},
+		{"R2T only", []kv{{"ImmediateData", "No"}, {"InitialR2T", "Yes"}, {"MaxBurstLength", "262144"}, {"MaxOutstandingR2T", "2"}}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			in := loggedIn(t, tt, loginOpts{keys: c.keys})
+			const blocks = 16384 // 8 MiB
+			data := randBytes(blocks * 512)
+			cdb := make([]byte, 16)
+			cdb[0] = 0x8a // WRITE(16)
+			binary.BigEndian.PutUint32(cdb[10:], blocks)
+			if w := in.do(1, cdb, data, 0); w.status != 0 || w.r2ts == 0 {
+				t.Fatalf("write: status %d, %d R2Ts", w.status, w.r2ts)
+			}
+			cdb[0] = 0x88 // READ(16)
+			r := in.do(1, cdb, nil, len(data))
+			if r.status != 0 || !bytes.Equal(r.data, data) {
+				t.Fatalf("read: status %d, %d bytes", r.status, len(r.data))
+			}
+		})
+	}
+}
+
+// TestEveryOpcodeAnswers sends every operation code (and every service
+// action of the service-action opcodes) with an otherwise zero CDB: each
+// gets a status, unsupported ones CHECK CONDITION, ILLEGAL REQUEST, INVALID
+// COMMAND OPERATION CODE; the connection stays up.
+func TestEveryOpcodeAnswers(t *testing.T) {
+	tt := startTarget(t, 1<<20, Config{}, nil)
+	in := loggedIn(t, tt, loginOpts{})
+	var cdbs [][]byte
+	for op := 0; op < 256; op++ {
+		cdbs = append(cdbs, []byte{byte(op)})
+	}
+	for _, op := range []byte{0x9e, 0xa3, 0x5e, 0x5f} {
+		for sa := byte(0); sa < 32; sa++ {
+			cdbs = append(cdbs, []byte{op, sa})
+		}
+	}
+	supported := 0
+	for _, c := range cdbs {
+		cdb := make([]byte, 16)
+		copy(cdb, c)
+		r := in.do(1, cdb, nil, 512)
+		switch {
+		case r.status == 0 || r.status == 0x04:
+			supported++
+		case r.status == 2 && len(r.sense) >= 14:
+			if r.sense[2]&0x0f == 5 && r.sense[12] == 0x20 && r.sense[13] == 0 {
+				continue // not supported, as it should be said
+			}
+			supported++
+		default:
+			t.Errorf("CDB % x: status %#x sense % x", c, r.status, r.sense)
+		}
+	}
+	if supported < 40 {
+		t.Errorf("only %d CDBs recognised", supported)
+	}
+	if r := in.do(1, tur, nil, 0); r.status != 0 {
+		t.Fatalf("TUR after the sweep: %d", r.status)
+	}
+}
+
+// TestNOPAndText: a NOP-Out ping is echoed in a NOP-In (RFC 7143 11.18,
+// 11.19); SendTargets in a Text Request names the target and portal.
+func TestNOPAndText(t *testing.T) {
+	tt := startTarget(t, 1<<20, Config{}, nil)
+	in := loggedIn(t, tt, loginOpts{})
+	var h bhs
+	h[0] = 0x40 | opNOPOut
+	h[1] = 0x80
+	itt := in.nextITT()
+	h.setU32(16, itt)
+	h.setU32(20, reservedTag)
+	h.setU32(24, in.cmdSN)
+	in.send(&h, []byte("are you there"))
+	rh, data := in.recv()
+	if rh.opcode() != opNOPIn || rh.itt() != itt || rh.u32(20) != reservedTag || string(data) != "are you there" {
+		t.Fatalf("NOP-In: opcode 0x%02x itt %d ttt %#x data %q", rh.opcode(), rh.itt(), rh.u32(20), data)
+	}
+	h = bhs{}
+	h[0] = 0x40 | opTextReq
+	h[1] = 0x80
+	itt = in.nextITT()
+	h.setU32(16, itt)
+	h.setU32(20, reservedTag)
+	h.setU32(24, in.cmdSN)
+	in.send(&h, appendText(nil, "SendTargets", "All"))
+	rh, data = in.recv()
+	kvs, err := parseText(data)
+	if err != nil || rh.opcode() != opTextResp || rh[1]&0x80 == 0 || len(kvs) != 2 ||
+		kvs[0] != (kv{"TargetName", IQN(testVolume)}) || kvs[1] != (kv{"TargetAddress", tt.addr + ",1"}) {
+		t.Fatalf("SendTargets: opcode 0x%02x flags %#x %v %v", rh.opcode(), rh[1], kvs, err)
+	}
+}
