@@ -247,18 +247,15 @@ func TestEngineISCSIReplicaKilled(t *testing.T) {
 	testutil.RequireTool(t, "qemu-img")
 	v := startEngine(t, 3, 256<<20)
 	src := filepath.Join(t.TempDir(), "src.raw")
-	writeRandom(t, src, 64<<20)
-	var running atomic.Int32
+	writeRandom(t, src, 32<<20)
+	var running, completed atomic.Int32
 	stop := make(chan struct{})
 	errs := make(chan error, 1)
 	go func() {
 		defer close(errs)
-		for rounds := 0; ; rounds++ {
+		for round := 0; ; round++ {
 			select {
 			case <-stop:
-				if rounds < 2 {
-					errs <- fmt.Errorf("only %d write rounds", rounds)
-				}
 				return
 			default:
 			}
@@ -266,9 +263,10 @@ func TestEngineISCSIReplicaKilled(t *testing.T) {
 			out, err := runTool(t, 2*time.Minute, "qemu-img", "convert", "-n", "-t", "none", "-f", "raw", "-O", "raw", "-W", "-m", "16", src, v.url())
 			running.Store(0)
 			if err != nil {
-				errs <- fmt.Errorf("round %d: %w\n%s", rounds, err, out)
+				errs <- fmt.Errorf("round %d: %w\n%s", round, err, out)
 				return
 			}
+			completed.Add(1)
 		}
 	}()
 	time.Sleep(time.Second)
@@ -279,7 +277,18 @@ func TestEngineISCSIReplicaKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	<-v.replicas[1].exited
-	time.Sleep(2 * time.Second)
+	// the round in flight at the kill and one more after it must succeed
+	want := completed.Load() + 2
+	deadline := time.After(3 * time.Minute)
+	for completed.Load() < want {
+		select {
+		case err := <-errs:
+			t.Fatalf("libiscsi writes failed after a replica died: %v", err)
+		case <-deadline:
+			t.Fatalf("write rounds too slow: %d of %d", completed.Load(), want)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 	close(stop)
 	if err := <-errs; err != nil {
 		t.Fatalf("libiscsi writes failed after a replica died: %v", err)

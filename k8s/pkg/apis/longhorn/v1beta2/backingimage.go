@@ -35,14 +35,14 @@ type BackingImageDiskFileSpec struct {
 	EvictionRequested bool `json:"evictionRequested"`
 	// +kubebuilder:validation:Enum=v1;v2
 	// +optional
-	DataEngine DataEngineType `json:"dataEngine"`
+	DataEngine DataEngineType `json:"dataEngine,omitempty"`
 }
 
 // BackingImageDiskFileStatus is the observed state of the file on one disk.
 type BackingImageDiskFileStatus struct {
 	// +kubebuilder:validation:Enum=v1;v2
 	// +optional
-	DataEngine DataEngineType `json:"dataEngine"`
+	DataEngine DataEngineType `json:"dataEngine,omitempty"`
 	// +optional
 	State BackingImageState `json:"state"`
 	// +optional
@@ -65,7 +65,7 @@ type BackingImageSpec struct {
 	// +optional
 	Checksum string `json:"checksum"`
 	// +optional
-	SourceType BackingImageDataSourceType `json:"sourceType"`
+	SourceType BackingImageDataSourceType `json:"sourceType,omitempty"`
 	// +optional
 	SourceParameters map[string]string `json:"sourceParameters"`
 	// +optional
@@ -82,7 +82,7 @@ type BackingImageSpec struct {
 	// +kubebuilder:validation:Enum=v1;v2
 	// +kubebuilder:default:=v1
 	// +optional
-	DataEngine DataEngineType `json:"dataEngine"`
+	DataEngine DataEngineType `json:"dataEngine,omitempty"`
 }
 
 // BackingImageStatus is the observed state of a backing image; sizes in bytes.

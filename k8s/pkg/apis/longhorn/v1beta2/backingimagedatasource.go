@@ -49,7 +49,7 @@ type BackingImageDataSourceSpec struct {
 	// +optional
 	Checksum string `json:"checksum"`
 	// +optional
-	SourceType BackingImageDataSourceType `json:"sourceType"`
+	SourceType BackingImageDataSourceType `json:"sourceType,omitempty"`
 	// +optional
 	Parameters map[string]string `json:"parameters"`
 	// FileTransferred is set once the file was handed to a backing image manager.

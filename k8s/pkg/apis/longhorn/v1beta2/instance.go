@@ -46,7 +46,7 @@ type InstanceSpec struct {
 	SalvageRequested bool `json:"salvageRequested"`
 	// +kubebuilder:validation:Enum=v1;v2
 	// +optional
-	DataEngine DataEngineType `json:"dataEngine"`
+	DataEngine DataEngineType `json:"dataEngine,omitempty"`
 }
 
 // InstanceStatus is the part of Engine and Replica status observed from the

@@ -156,7 +156,7 @@ type InstanceManagerSpec struct {
 	// +optional
 	NodeID string `json:"nodeID"`
 	// +optional
-	Type InstanceManagerType `json:"type"`
+	Type InstanceManagerType `json:"type,omitempty"`
 	// +optional
 	DataEngine DataEngineType `json:"dataEngine"`
 	// +optional

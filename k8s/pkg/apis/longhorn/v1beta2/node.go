@@ -80,7 +80,6 @@ const (
 )
 
 // DiskType is how a disk stores replicas.
-// +kubebuilder:validation:Enum=filesystem;block
 type DiskType string
 
 // Disk types: filesystem holds v1 replica directories, block holds v2 lvols.
@@ -90,7 +89,6 @@ const (
 )
 
 // DiskDriver is the driver of a block disk (v2).
-// +kubebuilder:validation:Enum="";auto;aio;nvme
 type DiskDriver string
 
 // Disk drivers.
@@ -177,11 +175,13 @@ type HealthAttribute struct {
 
 // DiskSpec is one disk of a node as the user configures it.
 type DiskSpec struct {
+	// +kubebuilder:validation:Enum=filesystem;block
 	// +optional
-	Type DiskType `json:"diskType"`
+	Type DiskType `json:"diskType,omitempty"`
 	// Path is the mount point (filesystem) or device (block).
 	// +optional
 	Path string `json:"path"`
+	// +kubebuilder:validation:Enum="";auto;aio;nvme
 	// +optional
 	DiskDriver DiskDriver `json:"diskDriver"`
 	// +optional

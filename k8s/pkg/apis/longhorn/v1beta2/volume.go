@@ -358,13 +358,13 @@ type VolumeSpec struct {
 	// +optional
 	FromBackup string `json:"fromBackup"`
 	// +optional
-	RestoreVolumeRecurringJob RestoreVolumeRecurringJobType `json:"restoreVolumeRecurringJob"`
+	RestoreVolumeRecurringJob RestoreVolumeRecurringJobType `json:"restoreVolumeRecurringJob,omitempty"`
 	// +optional
 	DataSource VolumeDataSource `json:"dataSource"`
 	// +optional
 	CloneMode CloneMode `json:"cloneMode,omitempty"`
 	// +optional
-	DataLocality DataLocality `json:"dataLocality"`
+	DataLocality DataLocality `json:"dataLocality,omitempty"`
 	// StaleReplicaTimeout is how long (minutes) a failed replica is kept.
 	// +optional
 	StaleReplicaTimeout int `json:"staleReplicaTimeout"`
@@ -400,17 +400,17 @@ type VolumeSpec struct {
 	// +optional
 	RevisionCounterDisabled bool `json:"revisionCounterDisabled"`
 	// +optional
-	UnmapMarkSnapChainRemoved UnmapMarkSnapChainRemoved `json:"unmapMarkSnapChainRemoved"`
+	UnmapMarkSnapChainRemoved UnmapMarkSnapChainRemoved `json:"unmapMarkSnapChainRemoved,omitempty"`
 	// +optional
-	ReplicaSoftAntiAffinity ReplicaSoftAntiAffinity `json:"replicaSoftAntiAffinity"`
+	ReplicaSoftAntiAffinity ReplicaSoftAntiAffinity `json:"replicaSoftAntiAffinity,omitempty"`
 	// +optional
-	ReplicaZoneSoftAntiAffinity ReplicaZoneSoftAntiAffinity `json:"replicaZoneSoftAntiAffinity"`
+	ReplicaZoneSoftAntiAffinity ReplicaZoneSoftAntiAffinity `json:"replicaZoneSoftAntiAffinity,omitempty"`
 	// +optional
-	ReplicaDiskSoftAntiAffinity ReplicaDiskSoftAntiAffinity `json:"replicaDiskSoftAntiAffinity"`
+	ReplicaDiskSoftAntiAffinity ReplicaDiskSoftAntiAffinity `json:"replicaDiskSoftAntiAffinity,omitempty"`
 	// +optional
 	LastAttachedBy string `json:"lastAttachedBy"`
 	// +optional
-	AccessMode AccessMode `json:"accessMode"`
+	AccessMode AccessMode `json:"accessMode,omitempty"`
 	// +optional
 	Migratable bool `json:"migratable"`
 	// Encrypted volumes are LUKS-formatted on the node; immutable.
@@ -420,12 +420,12 @@ type VolumeSpec struct {
 	// +optional
 	NumberOfReplicas int `json:"numberOfReplicas"`
 	// +optional
-	ReplicaAutoBalance ReplicaAutoBalance `json:"replicaAutoBalance"`
+	ReplicaAutoBalance ReplicaAutoBalance `json:"replicaAutoBalance,omitempty"`
 	// +optional
-	SnapshotDataIntegrity SnapshotDataIntegrity `json:"snapshotDataIntegrity"`
+	SnapshotDataIntegrity SnapshotDataIntegrity `json:"snapshotDataIntegrity,omitempty"`
 	// +kubebuilder:validation:Enum=none;lz4;gzip
 	// +optional
-	BackupCompressionMethod BackupCompressionMethod `json:"backupCompressionMethod"`
+	BackupCompressionMethod BackupCompressionMethod `json:"backupCompressionMethod,omitempty"`
 	// BackupBlockSize in bytes, as a string: "2097152" or "16777216"; immutable.
 	// +kubebuilder:validation:Type=string
 	// +kubebuilder:validation:Enum="2097152";"16777216"
@@ -433,7 +433,7 @@ type VolumeSpec struct {
 	BackupBlockSize int64 `json:"backupBlockSize,string,omitempty"`
 	// +kubebuilder:validation:Enum=v1;v2
 	// +optional
-	DataEngine DataEngineType `json:"dataEngine"`
+	DataEngine DataEngineType `json:"dataEngine,omitempty"`
 	// +optional
 	SnapshotMaxCount int `json:"snapshotMaxCount"`
 	// SnapshotMaxSize in bytes, as a string; 0 = no limit.
@@ -441,12 +441,12 @@ type VolumeSpec struct {
 	// +optional
 	SnapshotMaxSize int64 `json:"snapshotMaxSize,string"`
 	// +optional
-	FreezeFilesystemForSnapshot FreezeFilesystemForSnapshot `json:"freezeFilesystemForSnapshot"`
+	FreezeFilesystemForSnapshot FreezeFilesystemForSnapshot `json:"freezeFilesystemForSnapshot,omitempty"`
 	// BackupTargetName is the backup target used for this volume's backups.
 	// +optional
 	BackupTargetName string `json:"backupTargetName"`
 	// +optional
-	OfflineRebuilding VolumeOfflineRebuilding `json:"offlineRebuilding"`
+	OfflineRebuilding VolumeOfflineRebuilding `json:"offlineRebuilding,omitempty"`
 	// ReplicaRebuildingBandwidthLimit caps rebuild writes (MB/s); 0 = no limit.
 	// +kubebuilder:validation:Minimum=0
 	// +optional
