@@ -2,9 +2,9 @@ package api
 
 import (
 	"net/http"
-	"sync/atomic"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
