@@ -195,6 +195,10 @@ func (c *Client) ping(cc *clientConn) {
 // TypeFlush or TypePing. p must stay untouched until Wait returns.
 func (c *Client) Start(typ MsgType, p []byte, off int64, size uint32) *Op {
 	op := getOp(typ, p, off, size)
+	if len(p) > MaxDataLen || size > MaxDataLen {
+		op.complete(0, fmt.Errorf("%w: request of %d bytes, split it", ErrTooLarge, max(len(p), int(size))))
+		return op
+	}
 	cc := c.conns[int(c.rr.Add(1))%len(c.conns)]
 	cc.submit(op)
 	return op

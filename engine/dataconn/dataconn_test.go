@@ -211,6 +211,9 @@ func TestRemoteErrorsKeepClient(t *testing.T) {
 		t.Fatalf("enospc: %v", err)
 	}
 	st.setFailW(nil)
+	if _, err := c.WriteAt(make([]byte, MaxDataLen+4096), 0); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("oversized write: %v", err)
+	}
 	if c.Err() != nil {
 		t.Fatalf("client failed after remote errors: %v", c.Err())
 	}
