@@ -62,6 +62,16 @@ func (o Options) withDefaults() Options {
 // for concurrent use. Once any connection fails (I/O error, protocol error,
 // timeout), the whole client fails: every pending and later request returns
 // the error, and Done is closed, so the engine marks the replica ERR.
+//
+// There is no reader goroutine: a goroutine waiting for an answer (Op.Wait)
+// reads the connection itself while no other does, completing whatever
+// answers arrive, until its own is in; then it hands the reader role to
+// another waiter. At queue depth 1 the request and its answer are thus
+// handled by one goroutine, woken once by the network poller, with no
+// goroutine hand-off (each hand-off wakes a second thread on an idle
+// processor, which costs more than the request here). A connection nobody
+// waits on is read by the pings (PingInterval), which is how a replica that
+// died while idle is noticed.
 type Client struct {
 	addr string
 	opts Options
@@ -77,8 +87,8 @@ type Client struct {
 }
 
 // Dial opens opts.Conns connections to the data server at network/addr
-// ("tcp", "HOST:PORT" or "unix", PATH) and starts their readers, the ping loop
-// and the timeout watchdog.
+// ("tcp", "HOST:PORT" or "unix", PATH) and starts the ping loop and the
+// timeout watchdog.
 func Dial(ctx context.Context, network, addr string, opts Options) (*Client, error) {
 	opts = opts.withDefaults()
 	c := &Client{addr: addr, opts: opts, done: make(chan struct{})}
@@ -93,12 +103,7 @@ func Dial(ctx context.Context, network, addr string, opts Options) (*Client, err
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		cc := &clientConn{c: c, nc: nc, pending: make(map[uint32]*Op, 64)}
-		c.conns = append(c.conns, cc)
-	}
-	for _, cc := range c.conns {
-		c.wg.Add(1)
-		go cc.readLoop()
+		c.conns = append(c.conns, newClientConn(c, nc))
 	}
 	c.wg.Add(1)
 	go c.watch()
@@ -182,12 +187,17 @@ func (c *Client) watch() {
 	}
 }
 
-// ping sends a Ping whose answer nobody waits for: a lost answer shows up as an
-// old pending request in the watchdog.
+// ping sends a Ping and waits for its answer in a goroutine of its own, which
+// reads the connection if nobody else does: a lost answer shows up as an old
+// pending request in the watchdog, a closed connection as a read error.
 func (c *Client) ping(cc *clientConn) {
 	op := getOp(TypePing, nil, 0, 0)
-	op.detached = true
 	cc.submit(op)
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		_, _ = op.Wait()
+	}()
 }
 
 // Start sends a request without waiting for it; Op.Wait returns its result.
@@ -233,10 +243,12 @@ func (c *Client) Ping() error {
 
 // clientConn is one connection: a pending table keyed by sequence number, a
 // send queue written by whichever submitter finds no write in progress (so a
-// burst of requests leaves in one writev), and a reader goroutine.
+// burst of requests leaves in one writev), and the reader role, held by one
+// waiting goroutine at a time (see Client).
 type clientConn struct {
 	c  *Client
 	nc net.Conn
+	br *bufio.Reader // used only by the goroutine holding the reader role
 
 	mu      sync.Mutex
 	seq     uint32
@@ -246,6 +258,16 @@ type clientConn struct {
 	wbuf    net.Buffers // the slice being written; a field so WriteTo does not allocate
 	writing bool
 	broken  error
+	reading bool  // a goroutine holds the reader role
+	waiters []*Op // parked Waits that may take the reader role (entries may be stale)
+}
+
+// clientReadBuffer is the size of a connection's read buffer; larger read
+// payloads that find it empty are read straight into the caller's buffer.
+const clientReadBuffer = 64 << 10
+
+func newClientConn(c *Client, nc net.Conn) *clientConn {
+	return &clientConn{c: c, nc: nc, br: bufio.NewReaderSize(nc, clientReadBuffer), pending: make(map[uint32]*Op, 64)}
 }
 
 func (cc *clientConn) submit(op *Op) {
@@ -258,6 +280,7 @@ func (cc *clientConn) submit(op *Op) {
 	}
 	cc.seq++
 	op.seq = cc.seq
+	op.cc = cc
 	op.start = nanotime()
 	cc.pending[op.seq] = op
 	h := Header{Seq: op.seq, Type: op.typ, Offset: op.off, Size: op.size}
@@ -356,11 +379,76 @@ func (cc *clientConn) take(seq uint32) *Op {
 	return op
 }
 
-func (cc *clientConn) readLoop() {
-	defer cc.c.wg.Done()
-	br := bufio.NewReaderSize(cc.nc, 64<<10)
-	for {
-		if err := cc.readOne(br); err != nil {
+// await returns once op is complete. While no other goroutine reads the
+// connection, the caller reads it (completing every answer that arrives) until
+// op's answer is in, then hands the reader role to a parked waiter.
+//
+// Invariant (under mu): op is in cc.waiters exactly when op.parked is set, so
+// a recycled Op is in no list.
+func (cc *clientConn) await(op *Op) {
+	cc.mu.Lock()
+	for !op.finished.Load() {
+		if !cc.reading && cc.broken == nil {
+			cc.reading = true
+			cc.mu.Unlock()
+			cc.readUntil(op)
+			cc.mu.Lock()
+			cc.reading = false
+			cc.handoffLocked()
+			continue
+		}
+		// Another goroutine reads, or the connection broke (breakConn
+		// completes every pending request): park until completed or handed
+		// the reader role.
+		op.parked = true
+		cc.waiters = append(cc.waiters, op)
+		cc.mu.Unlock()
+		<-op.sig
+		cc.mu.Lock()
+		if op.parked { // woken by completion (or a stale token), not a hand-off
+			cc.unparkLocked(op)
+		}
+	}
+	cc.mu.Unlock()
+}
+
+// handoffLocked wakes the longest parked waiter whose request is still
+// pending, so it takes the reader role. Caller holds mu and has just released
+// the role.
+func (cc *clientConn) handoffLocked() {
+	i := 0
+	for i < len(cc.waiters) {
+		w := cc.waiters[i]
+		i++
+		w.parked = false
+		if !w.finished.Load() {
+			w.signal()
+			break
+		}
+	}
+	n := copy(cc.waiters, cc.waiters[i:])
+	clear(cc.waiters[n:])
+	cc.waiters = cc.waiters[:n]
+}
+
+// unparkLocked removes op from the waiters. Caller holds mu.
+func (cc *clientConn) unparkLocked(op *Op) {
+	for i, w := range cc.waiters {
+		if w == op {
+			n := copy(cc.waiters[i:], cc.waiters[i+1:])
+			cc.waiters[i+n] = nil
+			cc.waiters = cc.waiters[:i+n]
+			break
+		}
+	}
+	op.parked = false
+}
+
+// readUntil reads and completes answers until op is complete or the
+// connection fails (which fails the client and so completes op).
+func (cc *clientConn) readUntil(op *Op) {
+	for !op.finished.Load() {
+		if err := cc.readOne(cc.br); err != nil {
 			cc.c.fail(fmt.Errorf("dataconn: read from %s: %w", cc.c.addr, err))
 			return
 		}
@@ -431,48 +519,69 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 
 // Op is one request in flight. Wait returns its result and recycles it.
 type Op struct {
-	hdr      [HeaderSize]byte
-	typ      MsgType
-	buf      []byte
-	off      int64
-	size     uint32
-	seq      uint32
-	start    int64
-	detached bool // nobody waits (pings); recycled on completion
+	hdr   [HeaderSize]byte
+	typ   MsgType
+	buf   []byte
+	off   int64
+	size  uint32
+	seq   uint32
+	start int64
+	cc    *clientConn // the connection it was sent on; nil if completed at once
 
-	n    int
-	err  error
-	done chan struct{}
+	n        int
+	err      error
+	finished atomic.Bool
+	parked   bool          // guarded by cc.mu: Wait sleeps on sig and may be handed the reader role
+	sig      chan struct{} // capacity 1: completion or reader hand-off; spurious tokens are harmless
 }
 
-var opPool = sync.Pool{New: func() any { return &Op{done: make(chan struct{}, 1)} }}
+var opPool = sync.Pool{New: func() any { return &Op{sig: make(chan struct{}, 1)} }}
+
+// doubleCompletions counts completions of an already complete request, which
+// would be a bug in this package (the fuzz test checks it stays 0).
+var doubleCompletions atomic.Int64
 
 func getOp(typ MsgType, p []byte, off int64, size uint32) *Op {
 	op := opPool.Get().(*Op)
 	op.typ, op.buf, op.off, op.size = typ, p, off, size
-	op.detached = false
+	op.cc = nil
+	op.finished.Store(false)
+	select {
+	case <-op.sig: // a stale token from the previous use
+	default:
+	}
 	return op
 }
 
+func (op *Op) signal() {
+	select {
+	case op.sig <- struct{}{}:
+	default:
+	}
+}
+
 func (op *Op) complete(n int, err error) {
-	if op.detached {
-		// A ping: its error, if any, also failed the connection.
-		op.buf = nil
-		if err == nil {
-			opPool.Put(op)
-		}
+	if op.finished.Load() {
+		doubleCompletions.Add(1)
 		return
 	}
 	op.n, op.err = n, err
-	op.done <- struct{}{}
+	op.finished.Store(true)
+	op.signal()
 }
 
 // Wait blocks until the request completed and returns the byte count and error.
-// The Op must not be used afterwards.
+// The calling goroutine may read the connection meanwhile (see Client). The Op
+// must not be used afterwards.
 func (op *Op) Wait() (int, error) {
-	<-op.done
+	if op.cc != nil {
+		op.cc.await(op)
+	}
+	for !op.finished.Load() {
+		<-op.sig
+	}
 	n, err := op.n, op.err
-	op.buf, op.err = nil, nil
+	op.buf, op.err, op.cc = nil, nil, nil
 	if err == nil {
 		// Answered requests are no longer referenced by the send queue.
 		opPool.Put(op)

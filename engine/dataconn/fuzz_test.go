@@ -71,12 +71,12 @@ func FuzzClientResponses(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &Client{addr: "fuzz", done: make(chan struct{})}
-		cc := &clientConn{c: c, nc: &byteConn{r: bytes.NewReader(nil)}, pending: map[uint32]*Op{}}
+		cc := newClientConn(c, &byteConn{r: bytes.NewReader(nil)})
 		c.conns = []*clientConn{cc}
 		types := []MsgType{TypeRead, TypeWrite, TypeUnmap, TypeFlush, TypePing, TypeRead}
 		ops := make([]*Op, 0, len(types))
 		for i, typ := range types {
-			op := &Op{typ: typ, done: make(chan struct{}, 1)}
+			op := &Op{typ: typ, sig: make(chan struct{}, 1), cc: cc}
 			if typ == TypeRead {
 				op.buf = make([]byte, 8*(i+1))
 			}
@@ -84,12 +84,13 @@ func FuzzClientResponses(f *testing.F) {
 			ops = append(ops, op)
 		}
 		br := bufio.NewReaderSize(bytes.NewReader(in), 64<<10)
+		doubles := doubleCompletions.Load()
 		for cc.readOne(br) == nil {
 		}
+		if doubleCompletions.Load() != doubles {
+			t.Fatal("request completed twice")
+		}
 		for _, op := range ops {
-			if len(op.done) > 1 {
-				t.Fatal("request completed twice")
-			}
 			if op.typ == TypeRead && op.n > len(op.buf) {
 				t.Fatalf("read reported %d bytes into a %d-byte buffer", op.n, len(op.buf))
 			}

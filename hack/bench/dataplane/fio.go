@@ -44,6 +44,9 @@ type Result struct {
 	// Syscalls are the system calls per I/O of each server process (by
 	// Process.Name) during the measured time (-syscalls); nil otherwise.
 	Syscalls map[string]SyscallCounts `json:"syscalls,omitempty"`
+	// Costs are the CPU time, runqueue wait and context switches per I/O of
+	// each server process during the measured time (cost.go).
+	Costs map[string]ProcCost `json:"costs,omitempty"`
 }
 
 // fioOutput is the part of `fio --output-format=json` the harness reads.
@@ -122,8 +125,12 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 	args := append(f.commonArgs(j), ep.FioArgs...)
 	args = append(args, "--output-format=json", "--output="+out)
 	var counts <-chan map[string]SyscallCounts
-	if ps := ep.processes(); f.syscalls && len(ps) > 0 {
-		counts = countSyscalls(ctx, ps, f.ramp, f.duration)
+	var costs <-chan map[string]ProcCost
+	if ps := ep.processes(); len(ps) > 0 {
+		if f.syscalls {
+			counts = countSyscalls(ctx, ps, f.ramp, f.duration)
+		}
+		costs = measureCosts(ctx, ps, f.ramp, f.duration)
 	}
 	if err := f.exec(ctx, ep, args, time.Duration(2)*(f.duration+f.ramp)+time.Minute); err != nil {
 		return Result{Err: err.Error()}
@@ -131,6 +138,10 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 	var sc map[string]SyscallCounts
 	if counts != nil {
 		sc = <-counts
+	}
+	var pc map[string]ProcCost
+	if costs != nil {
+		pc = <-costs
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
@@ -145,6 +156,12 @@ func (f *fioRunner) run(ctx context.Context, key string, ep *Endpoint, j Job) Re
 			r.Syscalls = map[string]SyscallCounts{}
 		}
 		r.Syscalls[name] = c.scale(1 / (r.IOPS * f.duration.Seconds()))
+	}
+	for name, c := range pc {
+		if r.Costs == nil {
+			r.Costs = map[string]ProcCost{}
+		}
+		r.Costs[name] = c.scale(1 / (r.IOPS * f.duration.Seconds()))
 	}
 	return r
 }

@@ -38,7 +38,7 @@ type options struct {
 	size                                              int64
 	duration, ramp                                    time.Duration
 	rounds                                            int
-	keep, strict, syscalls                            bool
+	keep, strict, syscalls, revisionCounter           bool
 }
 
 func parseFlags() options {
@@ -57,6 +57,7 @@ func parseFlags() options {
 	flag.IntVar(&o.rounds, "rounds", 1, "runs of every job per row; the median (by IOPS) is reported")
 	flag.BoolVar(&o.keep, "keep", false, "keep the benchmark directory (fio outputs, server logs)")
 	flag.BoolVar(&o.syscalls, "syscalls", false, "count the servers' system calls per I/O with perf stat")
+	flag.BoolVar(&o.revisionCounter, "revision-counter", false, "run the engine rows with the revision counter on (default off, Longhorn's v1 default)")
 	flag.BoolVar(&o.strict, "strict", false, "exit 1 when a row misses its target ratio")
 	flag.Parse()
 	return o
@@ -114,7 +115,8 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 		return false, err
 	}
 	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, Procs: &procs{dir: dir},
-		ReplicaFlags: strings.Fields(o.replicaFlags), ControllerFlags: strings.Fields(o.controllerFlags)}
+		ReplicaFlags: strings.Fields(o.replicaFlags), ControllerFlags: strings.Fields(o.controllerFlags),
+		RevisionCounter: o.revisionCounter}
 	defer env.Procs.stopAll()
 	fr := &fioRunner{dir: dir, size: o.size, duration: o.duration, ramp: o.ramp, syscalls: o.syscalls}
 

@@ -64,6 +64,7 @@ func report(w io.Writer, rows []*row, js []Job) (failed bool) {
 			for _, n := range names {
 				fmt.Fprintf(w, "       (%s) %-11s syscalls per I/O: %s\n", r.Key, n, res.Syscalls[n])
 			}
+			printCosts(w, r.Key, res.Costs)
 		}
 	}
 	fmt.Fprintln(w, "\nTargets (throughput ratio to the row's baseline):")

@@ -76,6 +76,21 @@ type Env struct {
 	// ReplicaFlags and ControllerFlags are appended to the engine commands
 	// (-replica-flags, -controller-flags), for experiments.
 	ReplicaFlags, ControllerFlags []string
+	// RevisionCounter runs the engine rows with the revision counter on
+	// (-revision-counter). Off by default: Longhorn's product default for
+	// v1 volumes is disable-revision-counter = true.
+	RevisionCounter bool
+}
+
+// engineFlags returns the flags every engine process of a row gets before
+// extra: --disable-revision-counter unless RevisionCounter is set (the
+// replica and the controller must agree).
+func (e *Env) engineFlags(extra []string) []string {
+	var out []string
+	if !e.RevisionCounter {
+		out = append(out, "--disable-revision-counter")
+	}
+	return append(out, extra...)
 }
 
 // errUnavailable marks a row that cannot run here (tool or engine missing).

@@ -206,7 +206,7 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			return nil, err
 		}
 		for _, p := range started {
-			ep.Pids = append(ep.Pids, p.cmd.Process.Pid)
+			ep.Processes = append(ep.Processes, Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("iscsi%d-", n)), Pid: p.cmd.Process.Pid})
 		}
 		ep.Stop = stop
 		return ep, nil
@@ -229,7 +229,8 @@ func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*
 			return nil, err
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
-		p, err := env.Procs.start(name, env.Longhorn, "engine", "replica", dir, "--size", size, "--listen", addr)
+		args := append([]string{"engine", "replica", dir, "--size", size, "--listen", addr}, env.engineFlags(env.ReplicaFlags)...)
+		p, err := env.Procs.start(name, env.Longhorn, args...)
 		if err != nil {
 			return nil, err
 		}
@@ -245,6 +246,7 @@ func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*
 	}
 	portal := "127.0.0.1:" + strconv.Itoa(ports)
 	ctlArgs = append(ctlArgs, "--iscsi-listen", portal, "--listen", "127.0.0.1:"+strconv.Itoa(ports+1))
+	ctlArgs = append(ctlArgs, env.engineFlags(env.ControllerFlags)...)
 	ctl, err := env.Procs.start(fmt.Sprintf("iscsi%d-controller", n), env.Longhorn, ctlArgs...)
 	if err != nil {
 		return nil, err

@@ -136,7 +136,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 				return nil, err
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(port)
-			args := append([]string{"engine", "replica", dir, "--size", size, "--listen", addr}, env.ReplicaFlags...)
+			args := append([]string{"engine", "replica", dir, "--size", size, "--listen", addr}, env.engineFlags(env.ReplicaFlags)...)
 			p, err := env.Procs.start(fmt.Sprintf("engine%d-replica%d", n, i), env.Longhorn, args...)
 			if err != nil {
 				stop()
@@ -156,7 +156,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		}
 		sock := filepath.Join(env.Dir, fmt.Sprintf("engine%d.sock", n))
 		ctlArgs = append(ctlArgs, "--nbd-listen", "unix:"+sock, "--listen", "127.0.0.1:"+strconv.Itoa(ctlPort))
-		ctlArgs = append(ctlArgs, env.ControllerFlags...)
+		ctlArgs = append(ctlArgs, env.engineFlags(env.ControllerFlags)...)
 		ctl, err := env.Procs.start(fmt.Sprintf("engine%d-controller", n), env.Longhorn, ctlArgs...)
 		if err != nil {
 			stop()
