@@ -194,19 +194,31 @@ func parseRouteGet(out string) route {
 	return r
 }
 
-// TeardownNetwork deletes every node netns (and with it the veth pairs),
-// the bridge and the service route. Missing pieces are not an error.
+// TeardownNetwork deletes every node netns of the cluster (by name prefix,
+// so nodes beyond c.Nodes go too) and with them the veth pairs, any leftover
+// host veth, the bridge and the service route. Missing pieces are not an
+// error.
 func TeardownNetwork(c *Config) error {
 	var errs []error
-	for i := 1; i <= c.Nodes; i++ {
-		if netnsExists(c.Netns(i)) {
-			if _, err := ip("netns", "del", c.Netns(i)); err != nil {
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), c.Name+"-node-") {
+			if _, err := ip("netns", "del", e.Name()); err != nil {
 				errs = append(errs, err)
 			}
 		}
-		if linkExists(c.HostVeth(i)) {
-			if _, err := ip("link", "del", c.HostVeth(i)); err != nil {
-				errs = append(errs, err)
+	}
+	if out, err := ip("-o", "link", "show"); err == nil {
+		for _, line := range strings.Split(out, "\n") {
+			f := strings.Fields(line)
+			if len(f) < 2 {
+				continue
+			}
+			name, _, _ := strings.Cut(strings.TrimSuffix(f[1], ":"), "@")
+			if strings.HasPrefix(name, c.Name+"veth") {
+				if _, err := ip("link", "del", name); err != nil && linkExists(name) {
+					errs = append(errs, err)
+				}
 			}
 		}
 	}

@@ -224,6 +224,13 @@ func (a *Agent) describeNode(n *corev1.Node) {
 		{Type: corev1.NodeInternalIP, Address: a.cfg.NodeIP},
 		{Type: corev1.NodeHostName, Address: a.cfg.NodeName},
 	}
+	n.Status.Conditions = []corev1.NodeCondition{
+		{Type: corev1.NodeReady, Status: corev1.ConditionFalse, Reason: "KubeletNotReady", Message: "starting"},
+		{Type: corev1.NodeMemoryPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientMemory"},
+		{Type: corev1.NodeDiskPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasNoDiskPressure"},
+		{Type: corev1.NodePIDPressure, Status: corev1.ConditionFalse, Reason: "KubeletHasSufficientPID"},
+		{Type: corev1.NodeNetworkUnavailable, Status: corev1.ConditionFalse, Reason: "RouteCreated", Message: "node netns on the cluster bridge"},
+	}
 	n.Status.Capacity = a.capacity
 	n.Status.Allocatable = a.capacity
 	n.Status.DaemonEndpoints.KubeletEndpoint.Port = int32(a.cfg.Port)
