@@ -164,6 +164,10 @@ func writeAgentConfig(c *Config, i int) (string, error) {
 	if err := os.MkdirAll("/var/lib/longhorn", 0o755); err != nil { // mount point only
 		return "", err
 	}
+	hostNS, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return "", err
+	}
 	cgDir := ""
 	if top := clusterCgroup(c); top != nil {
 		cgDir = filepath.Join(top.Path, c.NodeName(i))
@@ -174,6 +178,7 @@ func writeAgentConfig(c *Config, i int) (string, error) {
 		ServingCert: c.pkiPath(c.NodeName(i) + ".crt"), ServingKey: c.pkiPath(c.NodeName(i) + ".key"),
 		ClientCA: c.pkiPath(caCert), NodeDir: dir,
 		NodeMounts:    []nodeagent.Mount{{Source: lh, Target: "/var/lib/longhorn"}},
+		HostMountNS:   hostNS,
 		Images:        c.Images,
 		AgentBinary:   c.AgentBinary,
 		APIServerHost: c.Gateway().String(), APIServerPort: c.APIServerPort,

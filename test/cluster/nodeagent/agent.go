@@ -57,6 +57,9 @@ type Config struct {
 	// NodeMounts are bound in the node's mount namespace at start
 	// (NodeDir/longhorn on /var/lib/longhorn).
 	NodeMounts []Mount `json:"nodeMounts"`
+	// HostMountNS is the host's mount namespace ("mnt:[N]"); the agent
+	// refuses to make NodeMounts in it.
+	HostMountNS string `json:"hostMountNS"`
 	// Images maps image patterns to binaries (see ImageMap).
 	Images map[string]string `json:"images"`
 	// AgentBinary is the lhcluster binary, run as `pod-exec` per container.
@@ -131,7 +134,7 @@ func Run(ctx context.Context, cfg Config) error {
 	if err != nil {
 		return err
 	}
-	if err := SetupNodeMounts(cfg.NodeMounts); err != nil {
+	if err := SetupNodeMounts(cfg.NodeMounts, cfg.HostMountNS); err != nil {
 		return err
 	}
 	defer a.killPods()

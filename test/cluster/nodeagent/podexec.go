@@ -187,15 +187,18 @@ func ensureTarget(target string, dir bool) error {
 // private mount namespace (ip netns exec gives it one): it bind-mounts
 // each Source on its Target (/var/lib/longhorn from the node's directory)
 // and makes every mount shared within the node, so pods see each other's
-// Bidirectional mounts. It refuses to run in the host's mount namespace.
-func SetupNodeMounts(ms []Mount) error {
-	self, err1 := os.Readlink("/proc/self/ns/mnt")
-	host, err2 := os.Readlink("/proc/1/ns/mnt")
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("node mounts: cannot read mount namespaces: %v %v", err1, err2)
+// Bidirectional mounts. hostMountNS is the host's mount namespace
+// ("mnt:[N]", recorded by the cluster tool); it refuses to run there.
+func SetupNodeMounts(ms []Mount, hostMountNS string) error {
+	self, err := os.Readlink("/proc/self/ns/mnt")
+	if err != nil {
+		return fmt.Errorf("node mounts: %w", err)
 	}
-	if self == host {
-		return errors.New("node mounts: the agent runs in the host mount namespace; start it with `ip netns exec` (refusing to mount over host paths)")
+	if hostMountNS == "" {
+		hostMountNS, _ = os.Readlink("/proc/1/ns/mnt")
+	}
+	if hostMountNS == "" || self == hostMountNS {
+		return fmt.Errorf("node mounts: the agent runs in the host mount namespace (%s) or it is unknown; start it with `ip netns exec` (refusing to mount over host paths)", self)
 	}
 	if err := bindMounts(ms); err != nil {
 		return err
