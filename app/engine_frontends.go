@@ -31,6 +31,7 @@ func registerFrontend(f frontendFactory) {
 		panic("duplicate frontend " + f.name)
 	}
 	frontendFactories[f.name] = f
+	engineControllerCmd.Flags = append(engineControllerCmd.Flags, f.flags...)
 }
 
 // frontendFlags returns the flags of every registered frontend, in name order.

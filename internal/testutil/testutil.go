@@ -3,6 +3,7 @@
 package testutil
 
 import (
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -101,11 +102,17 @@ func FreePort(t testing.TB) int {
 }
 
 // FreePortRange returns the first of n consecutive free TCP ports on 127.0.0.1
-// (a replica needs P..P+9). It retries a few random bases.
+// (a replica needs P..P+9). Bases are drawn below the kernel's ephemeral range
+// (10000-32767), like the instance manager's port range: ephemeral ports are
+// often held by TIME-WAIT sockets of other tests' connections, which block
+// bind() of a listener.
 func FreePortRange(t testing.TB, n int) int {
 	t.Helper()
-	for attempt := 0; attempt < 50; attempt++ {
-		base := FreePort(t)
+	for attempt := 0; attempt < 200; attempt++ {
+		base := 10000 + rand.IntN(32768-10000-n)
+		if attempt >= 150 {
+			base = FreePort(t)
+		}
 		if base+n > 65535 {
 			continue
 		}

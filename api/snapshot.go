@@ -1,0 +1,259 @@
+package api
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/longhorn-go/longhorn/datastore"
+	"github.com/longhorn-go/longhorn/engineapi"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// SnapshotOps runs the snapshot operations of an attached volume. The
+// manager uses EngineSnapshots (the volume's engine through its instance
+// manager's proxy); tests may use their own.
+type SnapshotOps interface {
+	// Create takes a snapshot (name "" lets the engine choose) and returns its name.
+	Create(ctx context.Context, v *longhorn.Volume, name string, labels map[string]string) (string, error)
+	// List returns the volume's snapshots by name, the head ("volume-head") included.
+	List(ctx context.Context, v *longhorn.Volume) (map[string]*engineapi.Snapshot, error)
+	// Delete marks a snapshot removed; a purge merges its data away.
+	Delete(ctx context.Context, v *longhorn.Volume, name string) error
+	// Revert makes snapshot name the volume's parent of a new head.
+	Revert(ctx context.Context, v *longhorn.Volume, name string) error
+	// Purge starts coalescing removed snapshots.
+	Purge(ctx context.Context, v *longhorn.Volume) error
+}
+
+// ErrNoEngine is returned by EngineSnapshots when the volume has no running
+// active engine (wrapped; the API answers 409).
+var ErrNoEngine = errors.New("volume has no running engine")
+
+// EngineSnapshots implements SnapshotOps with the volume's active, running
+// engine, reached through the proxy of the instance manager it runs in.
+type EngineSnapshots struct {
+	DS      *datastore.DataStore
+	Handler *engineapi.Handler
+}
+
+// engine resolves the client of v's engine. Errors: ErrNoEngine (wrapped)
+// when no active engine runs, or the instance manager is not known.
+func (e EngineSnapshots) engine(ctx context.Context, v *longhorn.Volume) (engineapi.EngineClient, error) {
+	engines, err := e.DS.ListEnginesByVolumeRO(ctx, v.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, eng := range engines {
+		st := eng.Status
+		if !eng.Spec.Active || st.CurrentState != longhorn.InstanceStateRunning || st.IP == "" || st.Port == 0 {
+			continue
+		}
+		im, err := e.DS.GetInstanceManagerRO(ctx, st.InstanceManagerName)
+		if err != nil {
+			return nil, fmt.Errorf("engine %s: instance manager %q: %w", eng.Name, st.InstanceManagerName, err)
+		}
+		if im.Status.IP == "" {
+			return nil, fmt.Errorf("engine %s: instance manager %s has no IP: %w", eng.Name, im.Name, ErrNoEngine)
+		}
+		return e.Handler.Engine(ctx, engineapi.IMAddressForIP(im.Status.IP), engineapi.EngineRef{
+			Name: eng.Name, VolumeName: v.Name, Address: net.JoinHostPort(st.IP, strconv.Itoa(st.Port))})
+	}
+	return nil, fmt.Errorf("volume %s: %w", v.Name, ErrNoEngine)
+}
+
+// Create implements SnapshotOps.
+func (e EngineSnapshots) Create(ctx context.Context, v *longhorn.Volume, name string, labels map[string]string) (string, error) {
+	c, err := e.engine(ctx, v)
+	if err != nil {
+		return "", err
+	}
+	return c.VolumeSnapshot(ctx, name, labels)
+}
+
+// List implements SnapshotOps.
+func (e EngineSnapshots) List(ctx context.Context, v *longhorn.Volume) (map[string]*engineapi.Snapshot, error) {
+	c, err := e.engine(ctx, v)
+	if err != nil {
+		return nil, err
+	}
+	return c.SnapshotList(ctx)
+}
+
+// Delete implements SnapshotOps.
+func (e EngineSnapshots) Delete(ctx context.Context, v *longhorn.Volume, name string) error {
+	c, err := e.engine(ctx, v)
+	if err != nil {
+		return err
+	}
+	return c.SnapshotRemove(ctx, name)
+}
+
+// Revert implements SnapshotOps.
+func (e EngineSnapshots) Revert(ctx context.Context, v *longhorn.Volume, name string) error {
+	c, err := e.engine(ctx, v)
+	if err != nil {
+		return err
+	}
+	return c.SnapshotRevert(ctx, name)
+}
+
+// Purge implements SnapshotOps.
+func (e EngineSnapshots) Purge(ctx context.Context, v *longhorn.Volume) error {
+	c, err := e.engine(ctx, v)
+	if err != nil {
+		return err
+	}
+	return c.SnapshotPurge(ctx, true)
+}
+
+// Snapshot is a snapshot resource (Longhorn's Snapshot model).
+type Snapshot struct {
+	Resource
+	Name        string            `json:"name"`
+	Parent      string            `json:"parent"`
+	Children    map[string]bool   `json:"children"`
+	Removed     bool              `json:"removed"`
+	UserCreated bool              `json:"usercreated"`
+	Created     string            `json:"created"`
+	Size        string            `json:"size"`
+	Labels      map[string]string `json:"labels"`
+}
+
+func snapshotResource(s *engineapi.Snapshot) Snapshot {
+	children, labels := s.Children, s.Labels
+	if children == nil {
+		children = map[string]bool{}
+	}
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	return Snapshot{Resource: Resource{ID: s.Name, Type: "snapshot", Links: map[string]string{}, Actions: map[string]string{}},
+		Name: s.Name, Parent: s.Parent, Children: children, Removed: s.Removed, UserCreated: s.UserCreated,
+		Created: s.Created, Size: strconv.FormatInt(s.Size, 10), Labels: labels}
+}
+
+// SnapshotInput is the body of snapshotCreate/Get/Delete/Revert.
+type SnapshotInput struct {
+	Name   string            `json:"name"`
+	Labels map[string]string `json:"labels"`
+}
+
+// snapshots returns the configured SnapshotOps or a 503.
+func (s *Server) snapshots() (SnapshotOps, error) {
+	if s.opts.Snapshots == nil {
+		return nil, newError(http.StatusServiceUnavailable, CodeServerError, "snapshot operations need an engine client; none is configured")
+	}
+	return s.opts.Snapshots, nil
+}
+
+// snapshotErr maps ErrNoEngine to 409.
+func snapshotErr(err error) error {
+	if errors.Is(err, ErrNoEngine) {
+		return invalidState("%v", err)
+	}
+	return err
+}
+
+func (s *Server) snapshotInput(r *http.Request, nameRequired bool) (SnapshotInput, SnapshotOps, error) {
+	var in SnapshotInput
+	if err := decodeBody(r, &in); err != nil {
+		return in, nil, err
+	}
+	if nameRequired && in.Name == "" {
+		return in, nil, invalidInput("name", "is required: the snapshot")
+	}
+	ops, err := s.snapshots()
+	return in, ops, err
+}
+
+func (s *Server) snapshotCreate(ctx context.Context, r *http.Request, _ urls, v *longhorn.Volume) (int, any, error) {
+	in, ops, err := s.snapshotInput(r, false)
+	if err != nil {
+		return 0, nil, err
+	}
+	name, err := ops.Create(ctx, v, in.Name, in.Labels)
+	if err != nil {
+		return 0, nil, snapshotErr(err)
+	}
+	return s.snapshotGetByName(ctx, ops, v, name)
+}
+
+func (s *Server) snapshotGetByName(ctx context.Context, ops SnapshotOps, v *longhorn.Volume, name string) (int, any, error) {
+	snaps, err := ops.List(ctx, v)
+	if err != nil {
+		return 0, nil, snapshotErr(err)
+	}
+	snap, ok := snaps[name]
+	if !ok {
+		return 0, nil, newError(http.StatusNotFound, CodeNotFound, "volume %s has no snapshot %q", v.Name, name)
+	}
+	return http.StatusOK, snapshotResource(snap), nil
+}
+
+func (s *Server) snapshotList(ctx context.Context, _ *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	ops, err := s.snapshots()
+	if err != nil {
+		return 0, nil, err
+	}
+	snaps, err := ops.List(ctx, v)
+	if err != nil {
+		return 0, nil, snapshotErr(err)
+	}
+	out := make([]Snapshot, 0, len(snaps))
+	for _, sn := range snaps {
+		out = append(out, snapshotResource(sn))
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return http.StatusOK, u.newCollection("snapshot", "volumes/"+v.Name+"/snapshots", out), nil
+}
+
+func (s *Server) snapshotGet(ctx context.Context, r *http.Request, _ urls, v *longhorn.Volume) (int, any, error) {
+	in, ops, err := s.snapshotInput(r, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.snapshotGetByName(ctx, ops, v, in.Name)
+}
+
+func (s *Server) snapshotDelete(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	in, ops, err := s.snapshotInput(r, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := ops.Delete(ctx, v, in.Name); err != nil {
+		return 0, nil, snapshotErr(err)
+	}
+	return s.volumeOK(ctx, u, v)
+}
+
+// snapshotRevert needs the volume attached in maintenance mode (frontend
+// disabled), as in Longhorn: reverting under a mounted filesystem corrupts it.
+func (s *Server) snapshotRevert(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	in, ops, err := s.snapshotInput(r, true)
+	if err != nil {
+		return 0, nil, err
+	}
+	if !v.Spec.DisableFrontend && !v.Status.FrontendDisabled {
+		return 0, nil, invalidState("volume %s must be attached in maintenance mode (disableFrontend) to revert", v.Name)
+	}
+	if err := ops.Revert(ctx, v, in.Name); err != nil {
+		return 0, nil, snapshotErr(err)
+	}
+	return s.volumeOK(ctx, u, v)
+}
+
+func (s *Server) snapshotPurge(ctx context.Context, _ *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	ops, err := s.snapshots()
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := ops.Purge(ctx, v); err != nil {
+		return 0, nil, snapshotErr(err)
+	}
+	return s.volumeOK(ctx, u, v)
+}

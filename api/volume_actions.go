@@ -1,0 +1,297 @@
+package api
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// volumeActionFunc runs one action on the volume named in the path.
+type volumeActionFunc func(s *Server, ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error)
+
+var volumeActionTable = map[string]volumeActionFunc{
+	ActionAttach:             (*Server).attach,
+	ActionDetach:             (*Server).detach,
+	ActionSalvage:            (*Server).salvage,
+	ActionExpand:             (*Server).expand,
+	ActionUpdateReplicaCount: (*Server).updateReplicaCount,
+	ActionSnapshotCreate:     (*Server).snapshotCreate,
+	ActionSnapshotList:       (*Server).snapshotList,
+	ActionSnapshotGet:        (*Server).snapshotGet,
+	ActionSnapshotDelete:     (*Server).snapshotDelete,
+	ActionSnapshotRevert:     (*Server).snapshotRevert,
+	ActionSnapshotPurge:      (*Server).snapshotPurge,
+}
+
+// volumeAction dispatches POST /v1/volumes/{name}?action=X. An action the
+// volume's state does not offer (see volumeActions) is a 409 naming the state.
+func (s *Server) volumeAction(ctx context.Context, r *http.Request, u urls) (int, any, error) {
+	action := r.URL.Query().Get("action")
+	fn, ok := volumeActionTable[action]
+	if !ok {
+		return 0, nil, newError(http.StatusBadRequest, CodeInvalidAction, "volume action %q is not supported", action)
+	}
+	v, err := s.ds.GetVolumeRO(ctx, r.PathValue("name"))
+	if err != nil {
+		return 0, nil, err
+	}
+	if !slices.Contains(volumeActions(v), action) {
+		return 0, nil, invalidState("volume %s is %s (robustness %s): action %s is not available",
+			v.Name, orUnknown(string(v.Status.State)), orUnknown(string(v.Status.Robustness)), action)
+	}
+	return fn(s, ctx, r, u, v)
+}
+
+func orUnknown(s string) string {
+	if s == "" {
+		return "unknown"
+	}
+	return s
+}
+
+// updated re-reads the volume after a write and returns its resource.
+func (s *Server) volumeOK(ctx context.Context, u urls, v *longhorn.Volume) (int, any, error) {
+	res, err := s.volumeResource(ctx, u, v)
+	return http.StatusOK, res, err
+}
+
+// AttachInput is the body of the attach action (Longhorn's AttachInput).
+type AttachInput struct {
+	HostID          string `json:"hostId"`
+	DisableFrontend bool   `json:"disableFrontend"`
+	AttachedBy      string `json:"attachedBy"`
+	AttacherType    string `json:"attacherType"`
+	AttachmentID    string `json:"attachmentID"`
+}
+
+// ticketID is "<attacherType>-<attachmentID>" (attachmentID defaults to
+// the host), as Longhorn names API tickets.
+func ticketID(attacherType, attachmentID, hostID string) string {
+	if attachmentID == "" {
+		attachmentID = hostID
+	}
+	return longhorn.GetAttachmentTicketID(longhorn.AttacherType(attacherType), attachmentID)
+}
+
+// attach adds (or replaces) an attachment ticket on the volume's
+// VolumeAttachment, creating the VolumeAttachment if the volume has none
+// yet. The volume controller attaches the volume when the ticket wins.
+func (s *Server) attach(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	var in AttachInput
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if in.HostID == "" {
+		return 0, nil, invalidInput("hostId", "is required: the node to attach to")
+	}
+	if _, err := s.ds.GetNodeRO(ctx, in.HostID); apierrors.IsNotFound(err) {
+		return 0, nil, invalidInput("hostId", "node %q is not a Longhorn node", in.HostID)
+	} else if err != nil {
+		return 0, nil, err
+	}
+	if in.AttacherType == "" {
+		in.AttacherType = string(longhorn.AttacherTypeLonghornAPI)
+	}
+	if longhorn.GetAttacherPriorityLevel(longhorn.AttacherType(in.AttacherType)) == 0 {
+		return 0, nil, invalidInput("attacherType", "%q is not a known attacher type", in.AttacherType)
+	}
+	if v.DeletionTimestamp != nil {
+		return 0, nil, invalidState("volume %s is being deleted", v.Name)
+	}
+	id := ticketID(in.AttacherType, in.AttachmentID, in.HostID)
+	ticket := &longhorn.AttachmentTicket{ID: id, Type: longhorn.AttacherType(in.AttacherType), NodeID: in.HostID,
+		Parameters: map[string]string{
+			longhorn.AttachmentParameterDisableFrontend: strconv.FormatBool(in.DisableFrontend),
+			longhorn.AttachmentParameterLastAttachedBy:  in.AttachedBy,
+		}}
+	err := s.editAttachment(ctx, v.Name, func(va *longhorn.VolumeAttachment) bool {
+		if old := va.Spec.AttachmentTickets[id]; old != nil {
+			ticket.Generation = old.Generation
+		}
+		va.Spec.AttachmentTickets[id] = ticket
+		return true
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.volumeOK(ctx, u, v)
+}
+
+// writeBackoff retries a write whose conflict comes from a cache that has
+// not yet seen the previous write (ours or a controller's): up to about 5 s.
+var writeBackoff = wait.Backoff{Steps: 10, Duration: 10 * time.Millisecond, Factor: 2, Cap: time.Second}
+
+// editAttachment applies edit to the volume's VolumeAttachment (created if
+// missing) and writes it, retrying on conflicts. edit returns false when
+// there is nothing to write.
+func (s *Server) editAttachment(ctx context.Context, volume string, edit func(*longhorn.VolumeAttachment) bool) error {
+	return retry.RetryOnConflict(writeBackoff, func() error {
+		va, err := s.ds.GetVolumeAttachment(ctx, volume)
+		exists := err == nil
+		if apierrors.IsNotFound(err) {
+			va = &longhorn.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: volume},
+				Spec: longhorn.VolumeAttachmentSpec{Volume: volume}}
+		} else if err != nil {
+			return err
+		}
+		if va.Spec.AttachmentTickets == nil {
+			va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
+		}
+		if !edit(va) {
+			return nil
+		}
+		if !exists {
+			_, err = s.ds.CreateVolumeAttachment(ctx, va)
+			if apierrors.IsAlreadyExists(err) {
+				// The volume controller created it meanwhile: retry as an update.
+				return apierrors.NewConflict(longhorn.Resource("volumeattachments"), volume, err)
+			}
+			return err
+		}
+		_, err = s.ds.UpdateVolumeAttachment(ctx, va)
+		return err
+	})
+}
+
+// DetachInput is the body of the detach action.
+type DetachInput struct {
+	AttachmentID string `json:"attachmentID"`
+	HostID       string `json:"hostId"`
+	ForceDetach  bool   `json:"forceDetach"`
+}
+
+// detach removes the API's attachment ticket: the one named by
+// attachmentID, else the longhorn-api ticket of hostId, else every
+// longhorn-api ticket; forceDetach removes every ticket of any attacher.
+func (s *Server) detach(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	var in DetachInput
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	err := s.editAttachment(ctx, v.Name, func(va *longhorn.VolumeAttachment) bool {
+		before := len(va.Spec.AttachmentTickets)
+		for id, t := range va.Spec.AttachmentTickets {
+			if detachMatches(in, id, t) {
+				delete(va.Spec.AttachmentTickets, id)
+			}
+		}
+		return len(va.Spec.AttachmentTickets) != before
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.volumeOK(ctx, u, v)
+}
+
+func detachMatches(in DetachInput, id string, t *longhorn.AttachmentTicket) bool {
+	api := string(longhorn.AttacherTypeLonghornAPI)
+	switch {
+	case in.ForceDetach:
+		return true
+	case in.AttachmentID != "":
+		return id == in.AttachmentID || id == ticketID(api, in.AttachmentID, "")
+	case in.HostID != "":
+		return id == ticketID(api, "", in.HostID)
+	}
+	return t != nil && t.Type == longhorn.AttacherTypeLonghornAPI
+}
+
+// SalvageInput is the body of the salvage action: replicas to bring back.
+type SalvageInput struct {
+	Names []string `json:"names"`
+}
+
+// salvage clears the failure of the named replicas of a faulted volume so
+// the volume controller can start it from them (Longhorn's SalvageVolume).
+func (s *Server) salvage(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	var in SalvageInput
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if len(in.Names) == 0 {
+		return 0, nil, invalidInput("names", "is required: the replicas to salvage")
+	}
+	for _, name := range in.Names {
+		rep, err := s.ds.GetReplica(ctx, name)
+		if apierrors.IsNotFound(err) || (err == nil && rep.Spec.VolumeName != v.Name) {
+			return 0, nil, invalidInput("names", "%q is not a replica of volume %s", name, v.Name)
+		} else if err != nil {
+			return 0, nil, err
+		}
+		if rep.Spec.FailedAt == "" {
+			continue
+		}
+		rep.Spec.FailedAt = ""
+		if _, err := s.ds.UpdateReplica(ctx, rep); err != nil {
+			return 0, nil, err
+		}
+	}
+	return s.volumeOK(ctx, u, v)
+}
+
+// ExpandInput is the body of the expand action.
+type ExpandInput struct {
+	Size string `json:"size"`
+}
+
+func (s *Server) expand(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	var in ExpandInput
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	size, err := ParseSize("size", in.Size)
+	if err != nil {
+		return 0, nil, err
+	}
+	if size <= v.Spec.Size {
+		return 0, nil, invalidInput("size", "must be larger than the current size %d bytes, got %d", v.Spec.Size, size)
+	}
+	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) { sp.Size = size })
+}
+
+// UpdateReplicaCountInput is the body of the updateReplicaCount action.
+type UpdateReplicaCountInput struct {
+	ReplicaCount int `json:"replicaCount"`
+}
+
+func (s *Server) updateReplicaCount(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	var in UpdateReplicaCountInput
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if err := checkReplicaCount("replicaCount", in.ReplicaCount); err != nil {
+		return 0, nil, err
+	}
+	if v.Spec.DataLocality == longhorn.DataLocalityStrictLocal && in.ReplicaCount != 1 {
+		return 0, nil, invalidInput("replicaCount", "must be 1 for a strict-local volume, got %d", in.ReplicaCount)
+	}
+	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) { sp.NumberOfReplicas = in.ReplicaCount })
+}
+
+// updateVolumeSpec applies edit to a fresh copy of the volume and writes it,
+// retrying on conflicts.
+func (s *Server) updateVolumeSpec(ctx context.Context, u urls, name string, edit func(*longhorn.VolumeSpec)) (int, any, error) {
+	var out *longhorn.Volume
+	err := retry.RetryOnConflict(writeBackoff, func() error {
+		v, err := s.ds.GetVolume(ctx, name)
+		if err != nil {
+			return err
+		}
+		edit(&v.Spec)
+		out, err = s.ds.UpdateVolume(ctx, v)
+		return err
+	})
+	if err != nil {
+		return 0, nil, err
+	}
+	return s.volumeOK(ctx, u, out)
+}

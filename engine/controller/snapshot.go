@@ -1,0 +1,319 @@
+package controller
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+)
+
+// HeadName is the name `snapshot ls` uses for the volume head.
+const HeadName = "volume-head"
+
+const (
+	snapPrefix = "volume-snap-"
+	headPrefix = "volume-head-"
+	imgSuffix  = ".img"
+)
+
+// NewUUID returns a random RFC 4122 version 4 UUID, the default snapshot name.
+func NewUUID() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	b[6] = b[6]&0x0f | 0x40
+	b[8] = b[8]&0x3f | 0x80
+	return fmt.Sprintf("%x-%x-%x-%x-%x", b[0:4], b[4:6], b[6:8], b[8:10], b[10:16])
+}
+
+// isRequestError reports whether a replica rejected a request as such (bad
+// name, name in use, limit reached): the replica is fine, the request is not.
+func isRequestError(err error) bool {
+	switch status.Code(err) {
+	case codes.InvalidArgument, codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
+		return true
+	}
+	return false
+}
+
+// requestError converts a replica's rejection into the controller's errors.
+func requestError(err error) error {
+	msg := status.Convert(err).Message()
+	switch status.Code(err) {
+	case codes.NotFound:
+		return fmt.Errorf("%w: %s", ErrNotFound, msg)
+	case codes.FailedPrecondition, codes.AlreadyExists:
+		return fmt.Errorf("%w: %s", ErrPrecondition, msg)
+	}
+	return fmt.Errorf("%w: %s", ErrInvalid, msg)
+}
+
+// targets returns the replicas in the given modes.
+func (c *Controller) targets(modes ...Mode) []*backend {
+	var out []*backend
+	for _, b := range c.r.list() {
+		m := b.getMode()
+		for _, want := range modes {
+			if m == want && b.rem != nil {
+				out = append(out, b)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// onEach runs fn on every backend in parallel and returns the errors by
+// backend (nil entries for successes).
+func onEach(ctx context.Context, bs []*backend, fn func(ctx context.Context, b *backend) error) []error {
+	errs := make([]error, len(bs))
+	var wg sync.WaitGroup
+	for i, b := range bs {
+		wg.Add(1)
+		go func(i int, b *backend) {
+			defer wg.Done()
+			cctx, cancel := callCtx(ctx)
+			defer cancel()
+			errs[i] = fn(cctx, b)
+		}(i, b)
+	}
+	wg.Wait()
+	return errs
+}
+
+// settle marks ERR the replicas that failed with something other than a
+// request error, and returns a request error if any replica reported one, or
+// an error when no RW replica succeeded.
+func (c *Controller) settle(op string, bs []*backend, errs []error) error {
+	var reqErr error
+	okRW := 0
+	for i, err := range errs {
+		switch {
+		case err == nil:
+			if bs[i].getMode() == ModeRW {
+				okRW++
+			}
+		case isRequestError(err):
+			if reqErr == nil {
+				reqErr = requestError(err)
+			}
+		default:
+			c.r.markERR(bs[i], fmt.Errorf("%s: %w", op, err))
+		}
+	}
+	if reqErr != nil {
+		return fmt.Errorf("%s: %w", op, reqErr)
+	}
+	if okRW == 0 {
+		return fmt.Errorf("%w: %s failed on every RW replica", ErrPrecondition, op)
+	}
+	return nil
+}
+
+// Snapshot takes a snapshot with the same name and creation time on every RW
+// and WO replica, with no I/O in flight. name "" picks a UUID; it returns the name.
+func (c *Controller) Snapshot(ctx context.Context, name string, labels map[string]string) (string, error) {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if name == "" {
+		name = NewUUID()
+	}
+	return name, c.snapshotLocked(ctx, name, true, labels)
+}
+
+// snapshotLocked snapshots every RW and WO replica; caller holds opMu.
+func (c *Controller) snapshotLocked(ctx context.Context, name string, userCreated bool, labels map[string]string) error {
+	created := time.Now().UTC().Format(time.RFC3339)
+	c.r.ioMu.Lock()
+	defer c.r.ioMu.Unlock()
+	bs := c.targets(ModeRW, ModeWO)
+	if len(bs) == 0 {
+		return fmt.Errorf("%w: no healthy replica", ErrPrecondition)
+	}
+	errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
+		_, err := b.rem.ctl.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{
+			Name: name, UserCreated: userCreated, Created: created, Labels: labels})
+		return err
+	})
+	return c.settle("snapshot "+name, bs, errs)
+}
+
+// Revert makes every RW replica start over from snapshot name. Longhorn's
+// rules: the frontend must be down and no replica may be rebuilding.
+func (c *Controller) Revert(ctx context.Context, name string) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if name == "" {
+		return fmt.Errorf("%w: snapshot name is empty", ErrInvalid)
+	}
+	if c.frontendUp() {
+		return fmt.Errorf("%w: the frontend is up; shut it down before a revert", ErrPrecondition)
+	}
+	if len(c.targets(ModeWO)) > 0 {
+		return fmt.Errorf("%w: cannot revert while a replica is rebuilding", ErrPrecondition)
+	}
+	created := time.Now().UTC().Format(time.RFC3339)
+	c.r.ioMu.Lock()
+	defer c.r.ioMu.Unlock()
+	bs := c.targets(ModeRW)
+	if len(bs) == 0 {
+		return fmt.Errorf("%w: no healthy replica", ErrPrecondition)
+	}
+	errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
+		_, err := b.rem.ctl.ReplicaRevert(ctx, &enginerpc.ReplicaRevertRequest{Name: name, Created: created})
+		return err
+	})
+	return c.settle("revert to "+name, bs, errs)
+}
+
+// SnapshotInfo is one layer as `snapshot ls/info` shows it; names are
+// snapshot names ("volume-head" for the head).
+type SnapshotInfo struct {
+	Name        string
+	Parent      string
+	Children    map[string]bool
+	Removed     bool
+	UserCreated bool
+	Created     string
+	Size        int64
+	Labels      map[string]string
+}
+
+// DiskToSnapshotName turns a disk file name into the name `snapshot ls`
+// shows: volume-snap-X.img -> X, volume-head-NNN.img -> volume-head.
+func DiskToSnapshotName(disk string) string {
+	if strings.HasPrefix(disk, headPrefix) && strings.HasSuffix(disk, imgSuffix) {
+		return HeadName
+	}
+	if strings.HasPrefix(disk, snapPrefix) && strings.HasSuffix(disk, imgSuffix) {
+		return strings.TrimSuffix(strings.TrimPrefix(disk, snapPrefix), imgSuffix)
+	}
+	return disk
+}
+
+// Snapshots lists the layers of one RW replica (as Longhorn's `snapshot ls`).
+func (c *Controller) Snapshots(ctx context.Context) (map[string]SnapshotInfo, error) {
+	bs := c.targets(ModeRW)
+	if len(bs) == 0 {
+		return nil, fmt.Errorf("%w: no healthy replica", ErrPrecondition)
+	}
+	var lastErr error
+	for _, b := range bs {
+		info, err := b.rem.get(ctx)
+		if err != nil {
+			lastErr = err
+			continue
+		}
+		return snapshotsOf(info), nil
+	}
+	return nil, fmt.Errorf("list snapshots: %w", lastErr)
+}
+
+func snapshotsOf(info *enginerpc.Replica) map[string]SnapshotInfo {
+	out := map[string]SnapshotInfo{}
+	for file, d := range info.GetDisks() {
+		s := SnapshotInfo{Name: DiskToSnapshotName(file), Removed: d.GetRemoved(), UserCreated: d.GetUserCreated(),
+			Created: d.GetCreated(), Size: d.GetSize(), Labels: d.GetLabels(), Children: map[string]bool{}}
+		if d.GetParent() != "" {
+			s.Parent = DiskToSnapshotName(d.GetParent())
+		}
+		for ch := range d.GetChildren() {
+			s.Children[DiskToSnapshotName(ch)] = true
+		}
+		out[s.Name] = s
+	}
+	return out
+}
+
+// RemoveSnapshots marks snapshots removed on every RW replica; a purge
+// deletes their data. The head cannot be removed, and nothing is removed
+// while a replica is rebuilding (Longhorn's DeleteSnapshot).
+func (c *Controller) RemoveSnapshots(ctx context.Context, names []string) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if len(names) == 0 {
+		return fmt.Errorf("%w: no snapshot named", ErrInvalid)
+	}
+	if len(c.targets(ModeWO)) > 0 {
+		return fmt.Errorf("%w: cannot remove a snapshot while a replica is rebuilding", ErrPrecondition)
+	}
+	snaps, err := c.Snapshots(ctx)
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if n == HeadName || strings.HasPrefix(n, headPrefix) {
+			return fmt.Errorf("%w: cannot remove the volume head", ErrInvalid)
+		}
+		if _, ok := snaps[DiskToSnapshotName(n)]; !ok {
+			return fmt.Errorf("%w: snapshot %s", ErrNotFound, n)
+		}
+	}
+	bs := c.targets(ModeRW)
+	for _, n := range names {
+		errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
+			_, err := b.rem.ctl.DiskMarkAsRemoved(ctx, &enginerpc.DiskMarkAsRemovedRequest{Name: n})
+			return err
+		})
+		if err := c.settle("remove snapshot "+n, bs, errs); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Purge starts a snapshot purge on every RW replica (not while a replica is
+// rebuilding). With skipIfInProgress a purge already running is not an error.
+func (c *Controller) Purge(ctx context.Context, skipIfInProgress bool) error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	if len(c.targets(ModeWO)) > 0 {
+		return fmt.Errorf("%w: cannot purge snapshots while a replica is rebuilding", ErrPrecondition)
+	}
+	bs := c.targets(ModeRW)
+	if len(bs) == 0 {
+		return fmt.Errorf("%w: no healthy replica", ErrPrecondition)
+	}
+	if skipIfInProgress {
+		for _, st := range c.purgeStatus(ctx, bs) {
+			if st.GetIsPurging() {
+				return nil
+			}
+		}
+	}
+	errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
+		_, err := b.rem.agent.SnapshotPurge(ctx, &enginerpc.Empty{})
+		return err
+	})
+	return c.settle("purge", bs, errs)
+}
+
+// PurgeStatus reports each RW replica's purge by address.
+func (c *Controller) PurgeStatus(ctx context.Context) map[string]*enginerpc.SyncSnapshotPurgeStatus {
+	bs := c.targets(ModeRW)
+	out := map[string]*enginerpc.SyncSnapshotPurgeStatus{}
+	for i, st := range c.purgeStatus(ctx, bs) {
+		out[bs[i].addr] = st
+	}
+	return out
+}
+
+func (c *Controller) purgeStatus(ctx context.Context, bs []*backend) []*enginerpc.SyncSnapshotPurgeStatus {
+	out := make([]*enginerpc.SyncSnapshotPurgeStatus, len(bs))
+	for i, b := range bs {
+		cctx, cancel := callCtx(ctx)
+		st, err := b.rem.agent.SnapshotPurgeStatus(cctx, &enginerpc.Empty{})
+		cancel()
+		if err != nil {
+			st = &enginerpc.SyncSnapshotPurgeStatus{State: "error", Error: err.Error()}
+		}
+		out[i] = st
+	}
+	return out
+}

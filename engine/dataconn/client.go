@@ -1,0 +1,486 @@
+package dataconn
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// Client errors.
+var (
+	// ErrTimeout means a request got no answer within the client's timeout;
+	// the client is failed afterwards.
+	ErrTimeout = errors.New("dataconn: request timed out")
+	// ErrClientClosed is returned for requests on a closed client.
+	ErrClientClosed = errors.New("dataconn: client closed")
+	// ErrClosedByPeer means the replica sent Close.
+	ErrClosedByPeer = errors.New("dataconn: connection closed by replica")
+	// ErrNoSpace is returned when the replica answered ENOSPC; it wraps
+	// syscall.ENOSPC.
+	ErrNoSpace = fmt.Errorf("dataconn: replica out of space: %w", syscall.ENOSPC)
+)
+
+// RemoteError is an error the replica reported (TypeError); the client stays
+// usable after it.
+type RemoteError struct{ Msg string }
+
+func (e *RemoteError) Error() string { return "replica: " + e.Msg }
+
+// Options tune a Client. Zero values take the defaults.
+type Options struct {
+	// Conns is the number of TCP connections (default 2, Longhorn's
+	// NumberOfConnections); requests are spread round-robin over them.
+	Conns int
+	// Timeout fails a request (and the whole client) when no answer came back
+	// within it (default 8 s, Longhorn's engine-replica-timeout).
+	Timeout time.Duration
+	// PingInterval is how often each connection is pinged (default 2 s).
+	PingInterval time.Duration
+}
+
+func (o Options) withDefaults() Options {
+	if o.Conns <= 0 {
+		o.Conns = 2
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 8 * time.Second
+	}
+	if o.PingInterval <= 0 {
+		o.PingInterval = 2 * time.Second
+	}
+	return o
+}
+
+// Client is the engine side of the data connections to one replica. It is safe
+// for concurrent use. Once any connection fails (I/O error, protocol error,
+// timeout), the whole client fails: every pending and later request returns
+// the error, and Done is closed, so the engine marks the replica ERR.
+type Client struct {
+	addr string
+	opts Options
+
+	conns   []*clientConn
+	rr      atomic.Uint32
+	timeout atomic.Int64 // ns
+
+	failOnce sync.Once
+	failErr  error
+	done     chan struct{}
+	wg       sync.WaitGroup
+}
+
+// Dial opens opts.Conns connections to the data server at network/addr
+// ("tcp", "HOST:PORT" or "unix", PATH) and starts their readers, the ping loop
+// and the timeout watchdog.
+func Dial(ctx context.Context, network, addr string, opts Options) (*Client, error) {
+	opts = opts.withDefaults()
+	c := &Client{addr: addr, opts: opts, done: make(chan struct{})}
+	c.timeout.Store(int64(opts.Timeout))
+	var d net.Dialer
+	for i := 0; i < opts.Conns; i++ {
+		nc, err := d.DialContext(ctx, network, addr)
+		if err != nil {
+			c.Close()
+			return nil, fmt.Errorf("dataconn: dial %s: %w", addr, err)
+		}
+		if tc, ok := nc.(*net.TCPConn); ok {
+			_ = tc.SetNoDelay(true)
+		}
+		cc := &clientConn{c: c, nc: nc, pending: make(map[uint32]*Op, 64)}
+		c.conns = append(c.conns, cc)
+	}
+	for _, cc := range c.conns {
+		c.wg.Add(1)
+		go cc.readLoop()
+	}
+	c.wg.Add(1)
+	go c.watch()
+	return c, nil
+}
+
+// Addr is the address the client dialed.
+func (c *Client) Addr() string { return c.addr }
+
+// Done is closed once the client failed or was closed; Err then says why.
+func (c *Client) Done() <-chan struct{} { return c.done }
+
+// Err returns the error that failed the client, or nil while it is healthy.
+func (c *Client) Err() error {
+	select {
+	case <-c.done:
+		return c.failErr
+	default:
+		return nil
+	}
+}
+
+// SetTimeout changes the per-request timeout (Longhorn gives the last healthy
+// replica a longer one).
+func (c *Client) SetTimeout(d time.Duration) { c.timeout.Store(int64(d)) }
+
+// Close sends Close on every connection (best effort), closes them and waits
+// for the client's goroutines. Pending requests fail with ErrClientClosed.
+func (c *Client) Close() error {
+	for _, cc := range c.conns {
+		cc.sendClose()
+	}
+	c.fail(ErrClientClosed)
+	c.wg.Wait()
+	return nil
+}
+
+// fail records the first error, closes every connection and completes every
+// pending request with it.
+func (c *Client) fail(err error) {
+	c.failOnce.Do(func() {
+		c.failErr = err
+		close(c.done)
+		for _, cc := range c.conns {
+			cc.breakConn(err)
+		}
+	})
+}
+
+// watch pings every connection and fails the client when a request is older
+// than the timeout. Longhorn checks once a second; this checks four times per
+// timeout, at most once a second.
+func (c *Client) watch() {
+	defer c.wg.Done()
+	check := time.Duration(c.timeout.Load()) / 4
+	if check > time.Second {
+		check = time.Second
+	}
+	tick := time.NewTicker(check)
+	defer tick.Stop()
+	lastPing := time.Now()
+	for {
+		select {
+		case <-c.done:
+			return
+		case now := <-tick.C:
+			if now.Sub(lastPing) >= c.opts.PingInterval {
+				lastPing = now
+				for _, cc := range c.conns {
+					c.ping(cc)
+				}
+			}
+			limit := nanotime() - c.timeout.Load()
+			for _, cc := range c.conns {
+				if cc.oldest() < limit {
+					c.fail(fmt.Errorf("%w: no answer from %s within %v", ErrTimeout, c.addr, time.Duration(c.timeout.Load())))
+					return
+				}
+			}
+		}
+	}
+}
+
+// ping sends a Ping whose answer nobody waits for: a lost answer shows up as an
+// old pending request in the watchdog.
+func (c *Client) ping(cc *clientConn) {
+	op := getOp(TypePing, nil, 0, 0)
+	op.detached = true
+	cc.submit(op)
+}
+
+// Start sends a request without waiting for it; Op.Wait returns its result.
+// typ is TypeRead (fills p), TypeWrite (sends p), TypeUnmap (size bytes),
+// TypeFlush or TypePing. p must stay untouched until Wait returns.
+func (c *Client) Start(typ MsgType, p []byte, off int64, size uint32) *Op {
+	op := getOp(typ, p, off, size)
+	if len(p) > MaxDataLen || size > MaxDataLen {
+		op.complete(0, fmt.Errorf("%w: request of %d bytes, split it", ErrTooLarge, max(len(p), int(size))))
+		return op
+	}
+	cc := c.conns[int(c.rr.Add(1))%len(c.conns)]
+	cc.submit(op)
+	return op
+}
+
+// ReadAt reads len(p) bytes at off from the replica.
+func (c *Client) ReadAt(p []byte, off int64) (int, error) {
+	return c.Start(TypeRead, p, off, uint32(len(p))).Wait()
+}
+
+// WriteAt writes p at off on the replica.
+func (c *Client) WriteAt(p []byte, off int64) (int, error) {
+	return c.Start(TypeWrite, p, off, uint32(len(p))).Wait()
+}
+
+// UnmapAt discards length bytes at off on the replica.
+func (c *Client) UnmapAt(length uint32, off int64) (int, error) {
+	return c.Start(TypeUnmap, nil, off, length).Wait()
+}
+
+// Flush asks the replica to make every acknowledged write durable.
+func (c *Client) Flush() error {
+	_, err := c.Start(TypeFlush, nil, 0, 0).Wait()
+	return err
+}
+
+// Ping round-trips a Ping on one connection.
+func (c *Client) Ping() error {
+	_, err := c.Start(TypePing, nil, 0, 0).Wait()
+	return err
+}
+
+// clientConn is one connection: a pending table keyed by sequence number, a
+// send queue written by whichever submitter finds no write in progress (so a
+// burst of requests leaves in one writev), and a reader goroutine.
+type clientConn struct {
+	c  *Client
+	nc net.Conn
+
+	mu      sync.Mutex
+	seq     uint32
+	pending map[uint32]*Op
+	queue   net.Buffers
+	spare   net.Buffers
+	wbuf    net.Buffers // the slice being written; a field so WriteTo does not allocate
+	writing bool
+	broken  error
+}
+
+func (cc *clientConn) submit(op *Op) {
+	cc.mu.Lock()
+	if cc.broken != nil {
+		err := cc.broken
+		cc.mu.Unlock()
+		op.complete(0, err)
+		return
+	}
+	cc.seq++
+	op.seq = cc.seq
+	op.start = nanotime()
+	cc.pending[op.seq] = op
+	h := Header{Seq: op.seq, Type: op.typ, Offset: op.off, Size: op.size}
+	if op.typ == TypeWrite {
+		h.DataLen = uint32(len(op.buf))
+	}
+	h.Encode(op.hdr[:])
+	cc.queue = append(cc.queue, op.hdr[:])
+	if h.DataLen > 0 {
+		cc.queue = append(cc.queue, op.buf)
+	}
+	if cc.writing {
+		cc.mu.Unlock()
+		return
+	}
+	cc.writing = true
+	cc.flushLocked()
+}
+
+// flushLocked writes the queue until it is empty; it is entered with mu held
+// and returns with it released. Submitters arriving meanwhile only append.
+func (cc *clientConn) flushLocked() {
+	for len(cc.queue) > 0 && cc.broken == nil {
+		bufs := cc.queue
+		cc.queue = cc.spare[:0]
+		cc.mu.Unlock()
+		cc.wbuf = bufs
+		_, err := cc.wbuf.WriteTo(cc.nc)
+		cc.wbuf = nil
+		clear(bufs)
+		cc.mu.Lock()
+		cc.spare = bufs[:0]
+		if err != nil {
+			cc.mu.Unlock()
+			cc.c.fail(fmt.Errorf("dataconn: write to %s: %w", cc.c.addr, err))
+			cc.mu.Lock()
+		}
+	}
+	cc.writing = false
+	cc.mu.Unlock()
+}
+
+// breakConn closes the connection and completes all pending requests with err.
+func (cc *clientConn) breakConn(err error) {
+	cc.mu.Lock()
+	if cc.broken == nil {
+		cc.broken = err
+	}
+	ops := make([]*Op, 0, len(cc.pending))
+	for seq, op := range cc.pending {
+		ops = append(ops, op)
+		delete(cc.pending, seq)
+	}
+	clear(cc.queue)
+	cc.queue = cc.queue[:0]
+	cc.mu.Unlock()
+	cc.nc.Close()
+	for _, op := range ops {
+		op.complete(0, err)
+	}
+}
+
+func (cc *clientConn) sendClose() {
+	var hb [HeaderSize]byte
+	h := Header{Type: TypeClose}
+	h.Encode(hb[:])
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	if cc.broken == nil && !cc.writing {
+		_ = cc.nc.SetWriteDeadline(time.Now().Add(100 * time.Millisecond))
+		_, _ = cc.nc.Write(hb[:])
+	}
+}
+
+// oldest returns the start time of the oldest pending request (nanotime), or
+// the maximum int64 when none is pending.
+func (cc *clientConn) oldest() int64 {
+	cc.mu.Lock()
+	defer cc.mu.Unlock()
+	min := int64(1<<63 - 1)
+	for _, op := range cc.pending {
+		if op.start < min {
+			min = op.start
+		}
+	}
+	return min
+}
+
+func (cc *clientConn) take(seq uint32) *Op {
+	cc.mu.Lock()
+	op := cc.pending[seq]
+	if op != nil {
+		delete(cc.pending, seq)
+	}
+	cc.mu.Unlock()
+	return op
+}
+
+func (cc *clientConn) readLoop() {
+	defer cc.c.wg.Done()
+	br := bufio.NewReaderSize(cc.nc, 64<<10)
+	for {
+		if err := cc.readOne(br); err != nil {
+			cc.c.fail(fmt.Errorf("dataconn: read from %s: %w", cc.c.addr, err))
+			return
+		}
+	}
+}
+
+// readOne decodes one response and completes its request.
+func (cc *clientConn) readOne(br *bufio.Reader) error {
+	h, err := readHeader(br)
+	if err != nil {
+		return err
+	}
+	if h.Type == TypeClose {
+		return ErrClosedByPeer
+	}
+	op := cc.take(h.Seq)
+	if op == nil {
+		return fmt.Errorf("%w: response %v for unknown seq %d", ErrProtocol, h.Type, h.Seq)
+	}
+	n, opErr, err := readResult(br, &h, op)
+	if err != nil {
+		op.complete(0, err)
+		return err
+	}
+	op.complete(n, opErr)
+	return nil
+}
+
+// readResult reads the payload of response h to request op. It returns the
+// request's byte count and error, or a connection-level error.
+func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
+	switch h.Type {
+	case TypeResponse:
+		if op.typ != TypeRead {
+			if h.DataLen != 0 {
+				return 0, nil, fmt.Errorf("%w: %d payload bytes in answer to %v", ErrProtocol, h.DataLen, op.typ)
+			}
+			return int(h.Size), nil, nil
+		}
+		if int(h.DataLen) != len(op.buf) {
+			return 0, nil, fmt.Errorf("%w: read of %d bytes answered with %d", ErrProtocol, len(op.buf), h.DataLen)
+		}
+		if _, err := io.ReadFull(br, op.buf); err != nil {
+			return 0, nil, err
+		}
+		return len(op.buf), nil, nil
+	case TypeEOF:
+		if op.typ != TypeRead || int(h.DataLen) > len(op.buf) {
+			return 0, nil, fmt.Errorf("%w: EOF with %d bytes in answer to %v", ErrProtocol, h.DataLen, op.typ)
+		}
+		if _, err := io.ReadFull(br, op.buf[:h.DataLen]); err != nil {
+			return 0, nil, err
+		}
+		return int(h.DataLen), io.ErrUnexpectedEOF, nil
+	case TypeError, TypeENOSPC:
+		msg, err := readErrorText(br, h.DataLen)
+		if err != nil {
+			return 0, nil, err
+		}
+		if h.Type == TypeENOSPC {
+			return 0, fmt.Errorf("%w: %s", ErrNoSpace, msg), nil
+		}
+		return 0, &RemoteError{Msg: msg}, nil
+	default:
+		return 0, nil, fmt.Errorf("%w: %v is not a response", ErrProtocol, h.Type)
+	}
+}
+
+// Op is one request in flight. Wait returns its result and recycles it.
+type Op struct {
+	hdr      [HeaderSize]byte
+	typ      MsgType
+	buf      []byte
+	off      int64
+	size     uint32
+	seq      uint32
+	start    int64
+	detached bool // nobody waits (pings); recycled on completion
+
+	n    int
+	err  error
+	done chan struct{}
+}
+
+var opPool = sync.Pool{New: func() any { return &Op{done: make(chan struct{}, 1)} }}
+
+func getOp(typ MsgType, p []byte, off int64, size uint32) *Op {
+	op := opPool.Get().(*Op)
+	op.typ, op.buf, op.off, op.size = typ, p, off, size
+	op.detached = false
+	return op
+}
+
+func (op *Op) complete(n int, err error) {
+	if op.detached {
+		// A ping: its error, if any, also failed the connection.
+		op.buf = nil
+		if err == nil {
+			opPool.Put(op)
+		}
+		return
+	}
+	op.n, op.err = n, err
+	op.done <- struct{}{}
+}
+
+// Wait blocks until the request completed and returns the byte count and error.
+// The Op must not be used afterwards.
+func (op *Op) Wait() (int, error) {
+	<-op.done
+	n, err := op.n, op.err
+	op.buf, op.err = nil, nil
+	if err == nil {
+		// Answered requests are no longer referenced by the send queue.
+		opPool.Put(op)
+	}
+	return n, err
+}
+
+var clockBase = time.Now()
+
+// nanotime is a monotonic clock in nanoseconds.
+func nanotime() int64 { return int64(time.Since(clockBase)) }

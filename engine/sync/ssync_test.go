@@ -1,0 +1,194 @@
+package sync
+
+import (
+	"bytes"
+	"context"
+	"math/rand"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/longhorn-go/longhorn/engine/sparse"
+)
+
+// writeSparse creates a file of size bytes with random data in a few extents.
+func writeSparse(t *testing.T, path string, size int64, seed int64) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(seed))
+	for i := 0; i < 20; i++ {
+		off := rng.Int63n(size/4096) * 4096
+		n := min(int64(1+rng.Intn(300))*4096, size-off)
+		buf := make([]byte, n)
+		rng.Read(buf)
+		if _, err := f.WriteAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func receive(t *testing.T, path string) *Receiver {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := NewReceiver(ln, path, 30*time.Second)
+	t.Cleanup(r.Close)
+	return r
+}
+
+func sameFiles(t *testing.T, a, b string) {
+	t.Helper()
+	da, err := os.ReadFile(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	db, err := os.ReadFile(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(da, db) {
+		t.Fatalf("%s and %s differ (sizes %d, %d)", a, b, len(da), len(db))
+	}
+}
+
+func TestSendFileFreshAndFast(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "src.img"), filepath.Join(dir, "dst.img")
+	const size = 16 << 20
+	writeSparse(t, src, size, 1)
+	// Fresh target.
+	r := receive(t, dst)
+	st, err := SendFile(context.Background(), src, hostPort("127.0.0.1", r.Port()), SendOptions{FastSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatalf("receiver: %v", err)
+	}
+	sameFiles(t, src, dst)
+	srcData, _ := sparse.AllocatedBytesPath(src)
+	dstData, _ := sparse.AllocatedBytesPath(dst)
+	if dstData > srcData+1<<20 {
+		t.Fatalf("target allocated %d bytes, source %d: holes were filled", dstData, srcData)
+	}
+	if st.Skipped != 0 || st.Sent == 0 {
+		t.Fatalf("fresh target stats %+v", st)
+	}
+	// Same again: every batch matches and is skipped.
+	r2 := receive(t, dst)
+	st2, err := SendFile(context.Background(), src, hostPort("127.0.0.1", r2.Port()), SendOptions{FastSync: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st2.Sent != 0 || st2.Skipped != st.Sent {
+		t.Fatalf("second pass stats %+v, want all %d bytes skipped", st2, st.Sent)
+	}
+	if r2.Processed() != st.Sent {
+		t.Fatalf("receiver processed %d, want %d", r2.Processed(), st.Sent)
+	}
+	// A target with stale data elsewhere: holes are punched, data fixed.
+	writeSparse(t, dst, size, 99)
+	r3 := receive(t, dst)
+	if _, err := SendFile(context.Background(), src, hostPort("127.0.0.1", r3.Port()), SendOptions{FastSync: true}); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, src, dst)
+}
+
+func TestSendFileShrinksAndEmpty(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "meta"), filepath.Join(dir, "meta.copy")
+	if err := os.WriteFile(src, []byte(`{"Name":"x"}`+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, bytes.Repeat([]byte("old"), 10000), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := receive(t, dst)
+	if _, err := SendFile(context.Background(), src, hostPort("127.0.0.1", r.Port()), SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, src, dst)
+	empty := filepath.Join(dir, "empty")
+	if err := os.WriteFile(empty, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r2 := receive(t, filepath.Join(dir, "empty.copy"))
+	if _, err := SendFile(context.Background(), empty, hostPort("127.0.0.1", r2.Port()), SendOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, empty, filepath.Join(dir, "empty.copy"))
+}
+
+func TestReceiverRejectsBadRequests(t *testing.T) {
+	dir := t.TempDir()
+	r := receive(t, filepath.Join(dir, "f"))
+	base := "http://" + hostPort("127.0.0.1", r.Port()) + ssyncPrefix
+	s := &sender{base: base, opts: SendOptions{Timeout: 5 * time.Second}, client: &httpClientForTest}
+	ctx := context.Background()
+	if err := s.call(ctx, "POST", "writeData", Interval{0, 4096}, make([]byte, 4096), nil); err == nil {
+		t.Fatal("writeData before open accepted")
+	}
+	if err := s.call(ctx, "GET", "open", Interval{0, 8192}, nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.call(ctx, "POST", "writeData", Interval{4096, 12288}, make([]byte, 8192), nil); err == nil {
+		t.Fatal("writeData past the end accepted")
+	}
+	if err := s.call(ctx, "POST", "writeData", Interval{0, 4096}, make([]byte, 100), nil); err == nil {
+		t.Fatal("short body accepted")
+	}
+	if err := s.call(ctx, "POST", "sendHole", Interval{4096, 0}, nil, nil); err == nil {
+		t.Fatal("inverted interval accepted")
+	}
+}
+
+func TestParseInterval(t *testing.T) {
+	ok := []string{"begin=0&end=0", "begin=5&end=10"}
+	bad := []string{"", "begin=1", "begin=a&end=2", "begin=-1&end=2", "begin=3&end=2", "begin=0&end=11"}
+	for _, q := range ok {
+		v, _ := url.ParseQuery(q)
+		if _, err := ParseInterval(v, 10); err != nil {
+			t.Errorf("%q: %v", q, err)
+		}
+	}
+	for _, q := range bad {
+		v, _ := url.ParseQuery(q)
+		if _, err := ParseInterval(v, 10); err == nil {
+			t.Errorf("%q accepted", q)
+		}
+	}
+}
+
+// FuzzParseInterval: the receiver's query parser never panics and never
+// returns an interval outside [0, limit].
+func FuzzParseInterval(f *testing.F) {
+	f.Add("begin=0&end=4096", int64(8192))
+	f.Add("begin=9223372036854775807&end=-1", int64(1))
+	f.Add("end=1&begin=1&begin=2", int64(3))
+	f.Fuzz(func(t *testing.T, q string, limit int64) {
+		v, err := url.ParseQuery(q)
+		if err != nil {
+			return
+		}
+		iv, err := ParseInterval(v, limit)
+		if err == nil && (iv.Begin < 0 || iv.End < iv.Begin || iv.End > limit) {
+			t.Fatalf("accepted %+v for limit %d", iv, limit)
+		}
+	})
+}
+
+var httpClientForTest = http.Client{}
