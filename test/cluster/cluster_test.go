@@ -89,6 +89,16 @@ func TestLocalCluster(t *testing.T) {
 		}
 		t.Skip(err)
 	}
+	// Every worktree's `make test` runs this test with the same name and
+	// subnet: take turns through a machine-wide lock.
+	lock, err := os.OpenFile(filepath.Join(os.TempDir(), "lhcluster-test.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Close()
+	if err := syscall.Flock(int(lock.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
 	root := testutil.ModuleRoot(t)
 	bin := t.TempDir()
 	agent := filepath.Join(bin, "lhcluster")

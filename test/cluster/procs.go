@@ -155,14 +155,34 @@ func clusterCgroup(c *Config) *nodeagent.Cgroup {
 	return &nodeagent.Cgroup{Path: filepath.Join(root, c.CgroupName())}
 }
 
-// subCgroup creates a cgroup under the cluster's, or returns nil without
-// cgroup2.
+// subCgroup returns a fresh cgroup under the cluster's for a process about
+// to start (nil without cgroup2). An existing one without processes is
+// removed first: a cgroup that was ever killed kills every process later
+// placed in it (see nodeagent.Cgroup.Kill).
 func subCgroup(c *Config, parts ...string) (*nodeagent.Cgroup, error) {
 	top := clusterCgroup(c)
 	if top == nil {
 		return nil, nil
 	}
-	return nodeagent.NewCgroup(filepath.Join(append([]string{top.Path}, parts...)...))
+	cg := &nodeagent.Cgroup{Path: filepath.Join(append([]string{top.Path}, parts...)...)}
+	if exists(cg.Path) {
+		if pids, _ := cg.Procs(); len(pids) == 0 {
+			if err := cg.Remove(10 * time.Second); err != nil {
+				return nil, err
+			}
+		}
+	}
+	return nodeagent.NewCgroup(cg.Path)
+}
+
+// freshClusterCgroup removes the cluster's cgroup tree when nothing of the
+// cluster runs (left over by an interrupted down).
+func freshClusterCgroup(c *Config) error {
+	top := clusterCgroup(c)
+	if top == nil || !exists(top.Path) {
+		return nil
+	}
+	return top.Remove(10 * time.Second)
 }
 
 func exists(p string) bool {

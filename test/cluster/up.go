@@ -48,6 +48,11 @@ func Up(ctx context.Context, c Config, out Printf) (*State, error) {
 		return nil, fmt.Errorf("%w in %s (%d nodes on %s); run `make cluster-down` first", ErrRunning, c.StateDir, st.Config.Nodes, st.Config.Subnet)
 	}
 	st.Config = c
+	if !st.anyAlive() {
+		if err := freshClusterCgroup(&c); err != nil {
+			return nil, err
+		}
+	}
 	t0 := time.Now()
 	if err := os.MkdirAll(filepath.Join(c.StateDir, "logs"), 0o755); err != nil {
 		return nil, err
@@ -122,7 +127,7 @@ func checkTools(c *Config) error {
 func agentName(c *Config, i int) string { return "agent/" + c.NodeName(i) }
 
 // startNodes starts the agent of every node that is not running, inside the
-// node's netns (ip netns exec also gives it a private mount namespace).
+// node's netns and a private mount namespace of its own.
 func startNodes(c *Config, st *State, out Printf) error {
 	for i := 1; i <= c.Nodes; i++ {
 		name := agentName(c, i)
@@ -138,8 +143,12 @@ func startNodes(c *Config, st *State, out Printf) error {
 		if err != nil {
 			return err
 		}
-		argv := []string{"ip", "netns", "exec", c.Netns(i), c.AgentBinary, "node-agent", "--config", cfgPath}
-		if p, err := exec.LookPath("ip"); err == nil {
+		// nsenter + unshare rather than `ip netns exec`, which remounts /sys
+		// and so hides the cgroup2 mount the agent needs.
+		argv := []string{"nsenter", "--net=/run/netns/" + c.Netns(i), "--",
+			"unshare", "--mount", "--propagation", "slave", "--",
+			c.AgentBinary, "node-agent", "--config", cfgPath}
+		if p, err := exec.LookPath("nsenter"); err == nil {
 			argv[0] = p
 		}
 		p, err := startDaemon(argv, c.logPath(c.NodeName(i)), cg, []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"})

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // Cgroup2Root returns where the cgroup2 hierarchy is mounted
@@ -82,7 +84,9 @@ func (c *Cgroup) Procs() ([]int, error) {
 }
 
 // Kill kills every process in the cgroup and its descendants (cgroup.kill)
-// and waits up to timeout until none is left.
+// and waits up to timeout until none is left. Do not start processes in a
+// killed cgroup afterwards: the kernel (6.18 here) kills every child placed
+// there with CLONE_INTO_CGROUP; Remove it and create a fresh one.
 func (c *Cgroup) Kill(timeout time.Duration) error {
 	if _, err := os.Stat(c.Path); errors.Is(err, fs.ErrNotExist) {
 		return nil
@@ -107,6 +111,8 @@ func (c *Cgroup) Kill(timeout time.Duration) error {
 }
 
 // Remove kills the cgroup's processes and removes it and its descendants.
+// A cgroup stays busy until its dead processes are reaped, so removal is
+// retried until timeout.
 func (c *Cgroup) Remove(timeout time.Duration) error {
 	if err := c.Kill(timeout); err != nil {
 		return err
@@ -119,11 +125,18 @@ func (c *Cgroup) Remove(timeout time.Duration) error {
 		return nil
 	})
 	sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) }) // children first
-	var errs []error
+	deadline := time.Now().Add(timeout)
 	for _, d := range dirs {
-		if err := os.Remove(d); err != nil && !errors.Is(err, fs.ErrNotExist) {
-			errs = append(errs, err)
+		for {
+			err := os.Remove(d)
+			if err == nil || errors.Is(err, fs.ErrNotExist) {
+				break
+			}
+			if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+				return fmt.Errorf("cgroup remove %s: %w", d, err)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	}
-	return errors.Join(errs...)
+	return nil
 }

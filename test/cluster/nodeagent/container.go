@@ -277,11 +277,12 @@ func waitExit(p *os.Process) (int32, string) {
 	return code, "Error"
 }
 
-// killTree kills what is left of a container: its cgroup, or its process
-// group without cgroup2.
+// killTree kills what is left of a container: its cgroup (removed, as a
+// killed cgroup cannot take new processes), or its process group without
+// cgroup2.
 func killTree(cg *Cgroup, pid int) {
 	if cg != nil {
-		if err := cg.Kill(10 * time.Second); err != nil {
+		if err := cg.Remove(10 * time.Second); err != nil {
 			klog.Warning(err)
 		}
 		return

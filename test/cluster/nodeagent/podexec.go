@@ -184,7 +184,7 @@ func ensureTarget(target string, dir bool) error {
 }
 
 // SetupNodeMounts is run by the node agent at start, inside the node's
-// private mount namespace (ip netns exec gives it one): it bind-mounts
+// private mount namespace (the cluster tool starts it under unshare): it bind-mounts
 // each Source on its Target (/var/lib/longhorn from the node's directory)
 // and makes every mount shared within the node, so pods see each other's
 // Bidirectional mounts. hostMountNS is the host's mount namespace
@@ -198,7 +198,7 @@ func SetupNodeMounts(ms []Mount, hostMountNS string) error {
 		hostMountNS, _ = os.Readlink("/proc/1/ns/mnt")
 	}
 	if hostMountNS == "" || self == hostMountNS {
-		return fmt.Errorf("node mounts: the agent runs in the host mount namespace (%s) or it is unknown; start it with `ip netns exec` (refusing to mount over host paths)", self)
+		return fmt.Errorf("node mounts: the agent runs in the host mount namespace (%s) or it is unknown; start it with `unshare --mount` (refusing to mount over host paths)", self)
 	}
 	if err := bindMounts(ms); err != nil {
 		return err
