@@ -113,6 +113,8 @@ func runManager(c *cli.Context) error {
 		return fmt.Errorf("kubernetes client config: %w", err)
 	}
 	rc.QPS, rc.Burst = 100, 200
+	// Longhorn's finalizer "longhorn.io" draws a warning on every write; say it once.
+	rc.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
@@ -181,7 +183,7 @@ func startWebhook(ctx context.Context, cfg managerConfig, kube kubernetes.Interf
 	if err != nil {
 		return err
 	}
-	reg := webhook.NewRegistryFor(ds)
+	reg := webhook.NewRegistryFor(ds, cfg.opts.EngineImage)
 	reg.Ready = ready
 	ports := []int{cfg.webhookPort}
 	if cfg.conversionPort > 0 {
