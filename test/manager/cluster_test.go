@@ -36,9 +36,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/longhorn-go/longhorn/internal/testutil"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
-	"github.com/longhorn-go/longhorn/internal/testutil"
 	"github.com/longhorn-go/longhorn/test/testenv"
 )
 
