@@ -156,7 +156,7 @@ func TestManagerDaemonSet(t *testing.T) {
 	if len(c.Command) < 2 || c.Command[0] != "longhorn" || c.Command[1] != "manager" {
 		t.Errorf("command %v, want longhorn manager ...", c.Command)
 	}
-	for _, flag := range []string{"--engine-image", "--instance-manager-image", "--manager-image"} {
+	for _, flag := range []string{"--engine-image", "--instance-manager-image"} {
 		if i := indexOf(c.Command, flag); i < 0 || i+1 >= len(c.Command) || c.Command[i+1] != c.Image {
 			t.Errorf("command %v: %s is not followed by the image %s", c.Command, flag, c.Image)
 		}
@@ -164,10 +164,12 @@ func TestManagerDaemonSet(t *testing.T) {
 	checkPorts(t, c)
 	checkEnv(t, c)
 	checkMounts(t, spec)
-	p := c.ReadinessProbe
-	if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != webhook.HealthPath || p.HTTPGet.Port.IntValue() != 9501 ||
-		p.HTTPGet.Scheme != corev1.URISchemeHTTPS {
-		t.Errorf("readiness probe %+v, want HTTPS :9501%s", p, webhook.HealthPath)
+	// The manager serves /v1/readyz and /v1/healthz on the API port (api.NewRouter).
+	for name, p := range map[string]*corev1.Probe{"/v1/readyz": c.ReadinessProbe, "/v1/healthz": c.LivenessProbe} {
+		if p == nil || p.HTTPGet == nil || p.HTTPGet.Path != name || p.HTTPGet.Port.String() != "manager" ||
+			(p.HTTPGet.Scheme != "" && p.HTTPGet.Scheme != corev1.URISchemeHTTP) {
+			t.Errorf("probe %+v, want HTTP GET %s on port manager (9500)", p, name)
+		}
 	}
 }
 

@@ -82,6 +82,10 @@ type Kind[T runtime.Object] struct {
 	Validate func(ctx context.Context, req Request[T]) error
 	// Mutate returns the patch to apply before validation. Nil: none.
 	Mutate func(ctx context.Context, req Request[T]) ([]PatchOp, error)
+	// Prepare, when set, rewrites the raw new object before it is decoded
+	// (e.g. a quantity "1Gi" into the byte string an int64 field needs) and
+	// returns the patch that makes the same change for the mutating webhook.
+	Prepare func(raw []byte) ([]byte, []PatchOp, error)
 }
 
 // handler is the type-erased form of a Kind.
@@ -104,36 +108,45 @@ func NewRegistry() *Registry { return &Registry{handlers: map[string]*handler{}}
 
 // Register adds a kind to the registry.
 func Register[T runtime.Object](r *Registry, k Kind[T]) {
-	decode := func(ar *admissionv1.AdmissionRequest) (Request[T], error) {
+	decode := func(ar *admissionv1.AdmissionRequest) (Request[T], []PatchOp, error) {
 		req := Request[T]{Operation: ar.Operation, Name: ar.Name, Namespace: ar.Namespace, UserName: ar.UserInfo.Username}
+		var prep []PatchOp
 		if len(ar.Object.Raw) > 0 {
+			raw := ar.Object.Raw
+			if k.Prepare != nil {
+				var err error
+				if raw, prep, err = k.Prepare(raw); err != nil {
+					return req, nil, err
+				}
+			}
 			req.Object, req.HasNew = k.New(), true
-			if err := json.Unmarshal(ar.Object.Raw, req.Object); err != nil {
-				return req, Invalid("object", "cannot decode %s: %v", k.Resource, err)
+			if err := json.Unmarshal(raw, req.Object); err != nil {
+				return req, nil, Invalid("object", "cannot decode %s: %v", k.Resource, err)
 			}
 		}
 		if len(ar.OldObject.Raw) > 0 {
 			req.Old, req.HasOld = k.New(), true
 			if err := json.Unmarshal(ar.OldObject.Raw, req.Old); err != nil {
-				return req, fmt.Errorf("cannot decode stored %s: %w", k.Resource, err)
+				return req, nil, fmt.Errorf("cannot decode stored %s: %w", k.Resource, err)
 			}
 		}
-		return req, nil
+		return req, prep, nil
 	}
-	h := &handler{resource: k.Resource, operations: k.Operations, validates: k.Validate != nil, mutates: k.Mutate != nil}
+	h := &handler{resource: k.Resource, operations: k.Operations, validates: k.Validate != nil, mutates: k.Mutate != nil || k.Prepare != nil}
 	h.validate = func(ctx context.Context, ar *admissionv1.AdmissionRequest) error {
-		req, err := decode(ar)
+		req, _, err := decode(ar)
 		if err != nil || k.Validate == nil {
 			return err
 		}
 		return k.Validate(ctx, req)
 	}
 	h.mutate = func(ctx context.Context, ar *admissionv1.AdmissionRequest) ([]PatchOp, error) {
-		req, err := decode(ar)
+		req, prep, err := decode(ar)
 		if err != nil || k.Mutate == nil {
-			return nil, err
+			return prep, err
 		}
-		return k.Mutate(ctx, req)
+		ops, err := k.Mutate(ctx, req)
+		return append(prep, ops...), err
 	}
 	r.handlers[k.Resource] = h
 }

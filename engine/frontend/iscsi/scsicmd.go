@@ -51,6 +51,7 @@ type task struct {
 	r2tBack       [2]r2tSlot
 	dataErr       bool
 
+	cmd   scsi.Command
 	state atomic.Int32
 	wg    sync.WaitGroup
 }
@@ -237,11 +238,11 @@ func (c *conn) execute(t *task) {
 		if t.rbit {
 			allocIn = t.edtl
 		}
-		cmd := scsi.Command{CDB: t.cdb[:], Nexus: &c.sess.nexus, Data: t.buf, AllocIn: allocIn}
+		t.cmd = scsi.Command{CDB: t.cdb[:], Nexus: &c.sess.nexus, Data: t.buf, AllocIn: allocIn}
 		if t.wbit {
-			cmd.ExpectedOut = t.edtl
+			t.cmd.ExpectedOut = t.edtl
 		}
-		res, e = t.unit.Execute(&cmd)
+		res, e = t.unit.Execute(&t.cmd) // t.cmd lives in the task: no allocation
 	}
 	bufpool.Put(t.buf)
 	t.buf = nil

@@ -1,0 +1,284 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"reflect"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/longhorn-go/longhorn/controller/lifecycle"
+	"github.com/longhorn-go/longhorn/engineapi"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// EngineController runs engine processes, mirrors what the engine monitor
+// observes into status, and starts rebuilds and replica removals.
+type EngineController struct {
+	*env
+	w        *Worker
+	monitors *engineMonitors
+
+	mu       sync.Mutex
+	rebuilds map[string]map[string]*rebuildRecord // engine -> replica -> record
+}
+
+func newEngineController(e *env) (runner, error) {
+	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}}
+	c.w = NewWorker("longhorn-engine", c.syncEngine)
+	c.monitors = newEngineMonitors(e.api, c.w.Enqueue)
+	if err := addHandler(e.ds.EngineInformer(), onChange(c.w.EnqueueObject)); err != nil {
+		return nil, err
+	}
+	byNode := func(obj any) {
+		node := nameOf(obj)
+		if im, ok := obj.(*longhorn.InstanceManager); ok {
+			node = im.Spec.NodeID
+		}
+		es, err := e.ds.ListEnginesByNodeRO(context.Background(), node)
+		if err != nil {
+			return
+		}
+		for _, en := range es {
+			c.w.Enqueue(e.key(en.Name))
+		}
+	}
+	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(byNode)); err != nil {
+		return nil, err
+	}
+	if err := addHandler(e.ds.NodeInformer(), onChange(byNode)); err != nil {
+		return nil, err
+	}
+	// A replica that starts or stops may be rebuilt or dropped by its engine.
+	if err := addHandler(e.ds.ReplicaInformer(), onChange(func(obj any) {
+		if r, ok := obj.(*longhorn.Replica); ok {
+			es, _ := e.ds.ListEnginesByVolumeRO(context.Background(), r.Spec.VolumeName)
+			for _, en := range es {
+				c.w.Enqueue(e.key(en.Name))
+			}
+		}
+	})); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *EngineController) run(ctx context.Context, workers int) error {
+	defer c.monitors.stopAll()
+	return c.w.Run(ctx, workers)
+}
+
+// syncEngine reconciles one engine.
+func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, error) {
+	name := splitKey(key)
+	eRO, err := c.ds.GetEngineRO(ctx, name)
+	if apierrors.IsNotFound(err) {
+		c.forget(name)
+		return Done, nil
+	}
+	if err != nil {
+		return Done, err
+	}
+	if !c.responsible(ctx, eRO.Spec.NodeID, eRO.Status.OwnerID) {
+		c.forget(name)
+		return Done, nil
+	}
+	e := eRO.DeepCopy()
+	e.Status.OwnerID = c.opts.NodeName
+	if e.DeletionTimestamp != nil {
+		e.Spec.DesireState = longhorn.InstanceStateStopped
+	}
+	err = c.reconcileInstance(ctx, instanceTarget{
+		Object: e, Name: e.Name, Type: engineapi.InstanceTypeEngine, Spec: &e.Spec.InstanceSpec, Status: &e.Status.InstanceStatus,
+		ProcessSpec: func(im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) { return engineProcessSpec(e, im) },
+	})
+	if err != nil {
+		return Done, err
+	}
+	res := Done
+	if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
+		c.monitors.ensure(key, imAddressOfEngine(e), engineRef(e))
+		obs := c.monitors.latest(e.Name)
+		applyObservation(e, obs)
+		if err := c.reconcileReplicas(ctx, e, obs); err != nil {
+			return Done, err
+		}
+		if err := c.reconcileExpansion(ctx, e, obs); err != nil {
+			return Done, err
+		}
+	} else {
+		c.forget(e.Name)
+		clearObservation(e)
+	}
+	if e.Status.CurrentState != longhorn.InstanceState(e.Spec.DesireState) {
+		res = WaitShort
+	}
+	if !reflect.DeepEqual(eRO.Status, e.Status) {
+		if _, err := c.ds.UpdateEngineStatus(ctx, e); err != nil {
+			if apierrors.IsConflict(err) {
+				return Done, nil
+			}
+			return Done, fmt.Errorf("update engine %s status: %w", e.Name, err)
+		}
+	}
+	if e.DeletionTimestamp != nil {
+		return c.reconcileDelete(ctx, e)
+	}
+	return res, nil
+}
+
+func (c *EngineController) forget(name string) {
+	c.monitors.stop(name)
+	c.mu.Lock()
+	delete(c.rebuilds, name)
+	c.mu.Unlock()
+}
+
+// reconcileDelete removes the finalizer once the process is stopped (or its
+// node is down).
+func (c *EngineController) reconcileDelete(ctx context.Context, e *longhorn.Engine) (Result, error) {
+	if !slices.Contains(e.Finalizers, FinalizerName) {
+		return Done, nil
+	}
+	if e.Status.CurrentState != longhorn.InstanceStateStopped && !c.isNodeDown(ctx, e.Spec.NodeID) {
+		return WaitShort, nil
+	}
+	latest, err := c.ds.GetEngine(ctx, e.Name)
+	if err != nil {
+		return Done, client(err)
+	}
+	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == FinalizerName })
+	_, err = c.ds.UpdateEngine(ctx, latest)
+	return Done, client(err)
+}
+
+// engineFrontend maps the volume frontend to the engine's: blockdev is
+// served as nbd (the node-local device is made from it), "" or a disabled
+// frontend is maintenance mode.
+func engineFrontend(e *longhorn.Engine) string {
+	if e.Spec.DisableFrontend {
+		return ""
+	}
+	switch e.Spec.Frontend {
+	case longhorn.VolumeFrontendISCSI:
+		return "iscsi"
+	case longhorn.VolumeFrontendNBD, longhorn.VolumeFrontendBlockDev:
+		return "nbd"
+	}
+	return ""
+}
+
+// engineProcessSpec renders `longhorn engine controller VOL` with the
+// replicas of spec.replicaAddressMap; an engine without replicas waits.
+func engineProcessSpec(e *longhorn.Engine, im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) {
+	if len(e.Spec.ReplicaAddressMap) == 0 {
+		return engineapi.InstanceSpec{}, errNotReady
+	}
+	names := make([]string, 0, len(e.Spec.ReplicaAddressMap))
+	for n := range e.Spec.ReplicaAddressMap {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var replicas []string
+	for _, n := range names {
+		replicas = append(replicas, "tcp://"+e.Spec.ReplicaAddressMap[n])
+	}
+	return engineapi.EngineInstanceSpec(engineapi.EngineOptions{
+		Name: e.Name, VolumeName: e.Spec.VolumeName, Size: e.Spec.VolumeSize,
+		Frontend: engineFrontend(e), Replicas: replicas, ListenHost: im.Status.IP,
+	}), nil
+}
+
+func imAddressOfEngine(e *longhorn.Engine) engineapi.IMAddress { return imAddress(e.Status.IP) }
+
+func engineRef(e *longhorn.Engine) engineapi.EngineRef {
+	return engineapi.EngineRef{Name: e.Name, VolumeName: e.Spec.VolumeName,
+		Address: net.JoinHostPort(e.Status.IP, strconv.Itoa(e.Status.Port))}
+}
+
+// replicaNameForAddress maps an engine-side replica to its name: the
+// instance name the engine reports, or the spec entry with its address.
+func replicaNameForAddress(e *longhorn.Engine, r engineapi.Replica) string {
+	if r.InstanceName != "" {
+		return r.InstanceName
+	}
+	addr := strings.TrimPrefix(r.Address, "tcp://")
+	for n, a := range e.Spec.ReplicaAddressMap {
+		if a == addr {
+			return n
+		}
+	}
+	return ""
+}
+
+// applyObservation folds the monitor's last poll into status. Replica modes
+// go through lifecycle.NextReplicaMode, so a replica that drops out of the
+// engine after RW or WO is reported as ERR until the volume controller takes
+// it out of spec.replicaAddressMap.
+func applyObservation(e *longhorn.Engine, obs *engineObservation) {
+	if obs == nil {
+		return
+	}
+	if obs.Err != "" {
+		e.Status.SnapshotsError = obs.Err
+		return
+	}
+	e.Status.SnapshotsError = ""
+	observed := map[string]lifecycle.ReplicaMode{}
+	current := map[string]string{}
+	for _, r := range obs.Replicas {
+		if n := replicaNameForAddress(e, r); n != "" {
+			observed[n] = lifecycle.ReplicaMode(r.Mode)
+			current[n] = strings.TrimPrefix(r.Address, "tcp://")
+		}
+	}
+	modes := map[string]longhorn.ReplicaMode{}
+	for n := range e.Spec.ReplicaAddressMap {
+		next, _ := lifecycle.NextReplicaMode(lifecycle.ReplicaMode(e.Status.ReplicaModeMap[n]), observed[n])
+		if next != lifecycle.ModeNone {
+			modes[n] = longhorn.ReplicaMode(next)
+		}
+	}
+	e.Status.ReplicaModeMap, e.Status.CurrentReplicaAddressMap = emptyToNil(modes), emptyToNil(current)
+	if v := obs.Volume; v != nil {
+		e.Status.CurrentSize, e.Status.Endpoint, e.Status.IsExpanding = v.Size, v.Endpoint, v.IsExpanding
+		e.Status.LastExpansionError, e.Status.LastExpansionFailedAt = v.LastExpansionError, v.LastExpansionFailedAt
+	}
+	e.Status.RebuildStatus = rebuildStatusOf(obs.Rebuild)
+	e.Status.Snapshots = snapshotsOf(obs.Snapshots)
+}
+
+func clearObservation(e *longhorn.Engine) {
+	e.Status.ReplicaModeMap, e.Status.CurrentReplicaAddressMap = nil, nil
+	e.Status.Endpoint, e.Status.RebuildStatus, e.Status.IsExpanding = "", nil, false
+}
+
+func emptyToNil[V any](m map[string]V) map[string]V {
+	if len(m) == 0 {
+		return nil
+	}
+	return m
+}
+
+func rebuildStatusOf(in map[string]*engineapi.RebuildStatus) map[string]*longhorn.RebuildStatus {
+	out := map[string]*longhorn.RebuildStatus{}
+	for addr, s := range in {
+		out[addr] = &longhorn.RebuildStatus{Error: s.Error, IsRebuilding: s.IsRebuilding, Progress: s.Progress, State: s.State,
+			FromReplicaAddress: s.FromReplicaAddress, FromReplicaAddressList: s.FromReplicaAddressList}
+	}
+	return emptyToNil(out)
+}
+
+func snapshotsOf(in map[string]*engineapi.Snapshot) map[string]*longhorn.SnapshotInfo {
+	out := map[string]*longhorn.SnapshotInfo{}
+	for n, s := range in {
+		out[n] = &longhorn.SnapshotInfo{Name: s.Name, Parent: s.Parent, Children: s.Children, Removed: s.Removed,
+			UserCreated: s.UserCreated, Created: s.Created, Size: strconv.FormatInt(s.Size, 10), Labels: s.Labels}
+	}
+	return emptyToNil(out)
+}

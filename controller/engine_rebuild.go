@@ -1,0 +1,183 @@
+package controller
+
+import (
+	"context"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/longhorn-go/longhorn/controller/lifecycle"
+	"github.com/longhorn-go/longhorn/engineapi"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
+)
+
+// rebuildRequestTimeout: a ReplicaAdd that shows no WO replica and no
+// rebuild status within this time counts as failed.
+const rebuildRequestTimeout = 60 * time.Second
+
+// rebuildRecord is the engine controller's memory of one rebuild.
+type rebuildRecord struct {
+	state       lifecycle.RebuildState
+	requestedAt time.Time
+}
+
+func (c *EngineController) record(engine, replica string) *rebuildRecord {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m := c.rebuilds[engine]
+	if m == nil {
+		m = map[string]*rebuildRecord{}
+		c.rebuilds[engine] = m
+	}
+	r := m[replica]
+	if r == nil {
+		r = &rebuildRecord{}
+		m[replica] = r
+	}
+	return r
+}
+
+// reconcileReplicas makes the engine's replica set follow
+// spec.replicaAddressMap: replicas the engine lists but the spec does not,
+// and ERR replicas, are removed; spec replicas the engine lacks are rebuilt
+// (one lifecycle.NextRebuild step each), within
+// concurrent-replica-rebuild-per-node-limit.
+func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.Engine, obs *engineObservation) error {
+	if obs == nil || obs.Err != "" || e.DeletionTimestamp != nil {
+		return nil
+	}
+	client, err := c.api.Engine(ctx, imAddressOfEngine(e), engineRef(e))
+	if err != nil {
+		return err
+	}
+	inEngine := map[string]engineapi.Replica{}
+	for _, r := range obs.Replicas {
+		n := replicaNameForAddress(e, r)
+		_, wanted := e.Spec.ReplicaAddressMap[n]
+		if !wanted || r.Mode == engineapi.ReplicaModeERR {
+			if err := client.ReplicaRemove(ctx, r.Address, r.InstanceName); err != nil && !engineapi.IsNotFound(err) {
+				return err
+			}
+			continue
+		}
+		inEngine[n] = r
+	}
+	for name, addr := range e.Spec.ReplicaAddressMap {
+		if err := c.stepRebuild(ctx, e, client, name, addr, inEngine); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, client engineapi.EngineClient,
+	name, addr string, inEngine map[string]engineapi.Replica) error {
+	rec := c.record(e.Name, name)
+	r, listed := inEngine[name]
+	o := lifecycle.RebuildObserved{InEngine: listed, Mode: lifecycle.ReplicaMode(r.Mode), Timeout: rebuildRequestTimeout}
+	if rs := e.Status.RebuildStatus["tcp://"+addr]; rs != nil {
+		o.StatusError, o.StatusRebuilding = rs.Error, rs.IsRebuilding
+	}
+	if !rec.requestedAt.IsZero() {
+		o.SinceRequested = c.now().Sub(rec.requestedAt)
+	}
+	if rep, err := c.ds.GetReplicaRO(ctx, name); err == nil {
+		o.ReplicaRunning = rep.Status.CurrentState == longhorn.InstanceStateRunning &&
+			rep.Spec.FailedAt == "" && replicaAddress(rep) == addr
+		if rec.state == lifecycle.RebuildIdle && !listed && o.ReplicaRunning {
+			o.Allowed = c.rebuildAllowed(ctx, rep.Spec.NodeID)
+		}
+	}
+	next, acts := lifecycle.NextRebuild(rec.state, o)
+	rec.state = next
+	for _, a := range acts {
+		switch a {
+		case lifecycle.ActionAddReplica:
+			rec.requestedAt = c.now()
+			if err := client.ReplicaAdd(ctx, c.replicaAddRequest(ctx, e, name, addr)); err != nil {
+				rec.state = lifecycle.RebuildIdle
+				return err
+			}
+			c.recorder.Eventf(e, corev1.EventTypeNormal, "Rebuilding", "Start rebuilding replica %s with address %s", name, addr)
+		case lifecycle.ActionRebuildFailed:
+			c.recorder.Eventf(e, corev1.EventTypeWarning, "FailedRebuilding", "Failed rebuilding replica %s", name)
+			if err := client.ReplicaRemove(ctx, "tcp://"+addr, name); err != nil && !engineapi.IsNotFound(err) {
+				return err
+			}
+		case lifecycle.ActionRebuildDone:
+			c.recorder.Eventf(e, corev1.EventTypeNormal, "Rebuilt", "Replica %s with address %s rebuilt", name, addr)
+		}
+	}
+	if next == lifecycle.RebuildFailed {
+		rec.state, rec.requestedAt = lifecycle.RebuildIdle, time.Time{}
+	}
+	return nil
+}
+
+func (c *EngineController) replicaAddRequest(ctx context.Context, e *longhorn.Engine, name, addr string) engineapi.ReplicaAddRequest {
+	fast, err := c.ds.GetSettingAsBoolByDataEngine(ctx, types.SettingNameFastReplicaRebuildEnabled, longhorn.DataEngineTypeV1)
+	if err != nil {
+		fast = false
+	}
+	limit, err := c.ds.GetSettingAsIntByDataEngine(ctx, types.SettingNameReplicaRebuildConcurrentSyncLimit, longhorn.DataEngineTypeV1)
+	if err != nil {
+		limit = 0
+	}
+	if e.Spec.RebuildConcurrentSyncLimit > 0 {
+		limit = int64(e.Spec.RebuildConcurrentSyncLimit)
+	}
+	return engineapi.ReplicaAddRequest{Address: "tcp://" + addr, InstanceName: name, Size: e.Spec.VolumeSize,
+		CurrentSize: e.Status.CurrentSize, FastSync: fast, ConcurrentSyncLimit: int32(limit)}
+}
+
+// rebuildAllowed checks concurrent-replica-rebuild-per-node-limit: the
+// number of WO replicas on node across every engine must stay below it (0
+// disables rebuilding).
+func (c *EngineController) rebuildAllowed(ctx context.Context, node string) bool {
+	limit, err := c.ds.GetSettingAsInt(ctx, types.SettingNameConcurrentReplicaRebuildPerNodeLimit)
+	if err != nil || limit <= 0 {
+		return false
+	}
+	engines, err := c.ds.ListEnginesRO(ctx, nil)
+	if err != nil {
+		return false
+	}
+	var n int64
+	for _, e := range engines {
+		for rname, mode := range e.Status.ReplicaModeMap {
+			if mode != longhorn.ReplicaModeWO {
+				continue
+			}
+			if r, err := c.ds.GetReplicaRO(ctx, rname); err == nil && r.Spec.NodeID == node {
+				n++
+			}
+		}
+	}
+	return n < limit
+}
+
+// replicaAddress is "storageIP:port" of a running replica.
+func replicaAddress(r *longhorn.Replica) string {
+	if r.Status.StorageIP == "" || r.Status.Port == 0 {
+		return ""
+	}
+	return joinHostPort(r.Status.StorageIP, r.Status.Port)
+}
+
+// reconcileExpansion asks the engine to grow to spec.volumeSize.
+func (c *EngineController) reconcileExpansion(ctx context.Context, e *longhorn.Engine, obs *engineObservation) error {
+	if obs == nil || obs.Volume == nil || e.Status.IsExpanding || e.Spec.VolumeSize <= e.Status.CurrentSize || e.Status.CurrentSize == 0 {
+		return nil
+	}
+	client, err := c.api.Engine(ctx, imAddressOfEngine(e), engineRef(e))
+	if err != nil {
+		return err
+	}
+	if err := client.VolumeExpand(ctx, e.Spec.VolumeSize); err != nil {
+		return err
+	}
+	c.recorder.Eventf(e, corev1.EventTypeNormal, "Expanding", "Expanding volume %s from %d to %d bytes", e.Spec.VolumeName, e.Status.CurrentSize, e.Spec.VolumeSize)
+	e.Status.IsExpanding = true
+	return nil
+}

@@ -1,0 +1,89 @@
+package controller
+
+import (
+	"context"
+	"net"
+	"strconv"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/client-go/tools/cache"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// onChange returns event handlers that call fn with the object on add,
+// on update (skipping updates that keep the ResourceVersion, i.e. resyncs)
+// and on delete (unwrapping tombstones). Handlers never branch on the event
+// kind beyond that (STYLE guideline 3).
+func onChange(fn func(obj any)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc: fn,
+		UpdateFunc: func(oldObj, newObj any) {
+			o, err1 := meta.Accessor(oldObj)
+			n, err2 := meta.Accessor(newObj)
+			if err1 == nil && err2 == nil && o.GetResourceVersion() == n.GetResourceVersion() {
+				return
+			}
+			fn(newObj)
+		},
+		DeleteFunc: func(obj any) {
+			if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+				obj = t.Obj
+			}
+			fn(obj)
+		},
+	}
+}
+
+// addHandler registers handlers on an informer; the error only happens once
+// the informer has stopped, which is a wiring bug.
+func addHandler(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
+	_, err := inf.AddEventHandler(h)
+	return err
+}
+
+// nameOf returns an object's name ("" for something that is not an object).
+func nameOf(obj any) string {
+	m, err := meta.Accessor(obj)
+	if err != nil {
+		return ""
+	}
+	return m.GetName()
+}
+
+// key is the workqueue key "namespace/name" of a Longhorn object.
+func (e *env) key(name string) string { return e.opts.Namespace + "/" + name }
+
+// splitKey returns the name in a "namespace/name" key.
+func splitKey(key string) string {
+	_, name, err := cache.SplitMetaNamespaceKey(key)
+	if err != nil {
+		return key
+	}
+	return name
+}
+
+// isNodeDown reports whether a node's objects belong to other managers: its
+// Longhorn Node is missing or Ready=False with a down reason.
+func (e *env) isNodeDown(ctx context.Context, name string) bool {
+	n, err := e.ds.GetNodeRO(ctx, name)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	c := longhorn.GetCondition(n.Status.Conditions, longhorn.NodeConditionTypeReady)
+	return c.Status == longhorn.ConditionStatusFalse && isNodeDownReason(c.Reason)
+}
+
+// responsible applies the ownership rule for this manager.
+func (e *env) responsible(ctx context.Context, preferred, current string) bool {
+	return isResponsibleFor(e.opts.NodeName, preferred, current, func(n string) bool { return e.isNodeDown(ctx, n) })
+}
+
+// joinHostPort renders "host:port".
+func joinHostPort(host string, port int) string {
+	return net.JoinHostPort(host, strconv.Itoa(port))
+}

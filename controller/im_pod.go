@@ -1,0 +1,146 @@
+package controller
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/longhorn-go/longhorn/engineapi"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
+)
+
+// Multus annotations (k8s.v1.cni.cncf.io): the networks a pod asks for, and
+// the network status Multus writes back.
+const (
+	multusNetworksAnnotation = "k8s.v1.cni.cncf.io/networks"
+	multusStatusAnnotation   = "k8s.v1.cni.cncf.io/network-status"
+	// storageNetworkInterface is the interface name inside the pod.
+	storageNetworkInterface = "lhnet1"
+	// imContainerName is the instance-manager container.
+	imContainerName = "instance-manager"
+	// imPortRange is the range engine and replica processes get ports from.
+	imPortRange = "10000-30000"
+)
+
+// imPodParams are the inputs of the instance-manager pod.
+type imPodParams struct {
+	Namespace      string
+	ServiceAccount string
+	// StorageNetwork is the storage-network setting ("<namespace>/<name>" of
+	// a NetworkAttachmentDefinition, or "").
+	StorageNetwork string
+	// DataPath is default-data-path, mounted at the same path.
+	DataPath string
+}
+
+// imPod renders the instance-manager pod of im: privileged, pod network
+// (not host network), pinned to the node, running
+// `longhorn instance-manager --listen $(POD_IP):8500 --proxy-listen $(POD_IP):8501`
+// from the instance manager's image, with the Multus annotation when a
+// storage network is set. The pod carries an owner reference to im.
+func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
+	privileged, isController := true, true
+	bidir := corev1.MountPropagationBidirectional
+	dirType := corev1.HostPathDirectoryOrCreate
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{
+			Name: im.Name, Namespace: p.Namespace,
+			Labels: map[string]string{
+				types.LonghornLabelComponent:           types.LonghornComponentInstanceManager,
+				types.LonghornLabelInstanceManager:     im.Name,
+				types.LonghornLabelInstanceManagerType: string(longhorn.InstanceManagerTypeAllInOne),
+				types.LonghornLabelNode:                im.Spec.NodeID,
+				types.LonghornLabelDataEngine:          string(longhorn.DataEngineTypeV1),
+			},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: longhorn.SchemeGroupVersion.String(), Kind: "InstanceManager",
+				Name: im.Name, UID: im.UID, Controller: &isController}},
+		},
+		Spec: corev1.PodSpec{
+			NodeName:           im.Spec.NodeID,
+			ServiceAccountName: p.ServiceAccount,
+			RestartPolicy:      corev1.RestartPolicyNever,
+			HostNetwork:        false,
+			Containers: []corev1.Container{{
+				Name:    imContainerName,
+				Image:   im.Spec.Image,
+				Command: []string{"longhorn"},
+				Args: []string{"instance-manager",
+					"--listen", fmt.Sprintf("$(POD_IP):%d", engineapi.DefaultInstanceManagerPort),
+					"--proxy-listen", fmt.Sprintf("$(POD_IP):%d", engineapi.DefaultProxyPort),
+					"--port-range", imPortRange,
+					"--data-root", p.DataPath + "/instance-manager"},
+				Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
+					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
+				Ports: []corev1.ContainerPort{
+					{Name: "instance-manager", ContainerPort: engineapi.DefaultInstanceManagerPort},
+					{Name: "proxy", ContainerPort: engineapi.DefaultProxyPort},
+				},
+				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{
+					Port: intstr.FromInt32(engineapi.DefaultInstanceManagerPort)}}, PeriodSeconds: 5},
+				SecurityContext: &corev1.SecurityContext{Privileged: &privileged},
+				VolumeMounts: []corev1.VolumeMount{
+					{Name: "dev", MountPath: "/dev"},
+					{Name: "proc", MountPath: "/host/proc"},
+					{Name: "longhorn", MountPath: p.DataPath, MountPropagation: &bidir},
+				},
+			}},
+			Volumes: []corev1.Volume{
+				{Name: "dev", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/dev"}}},
+				{Name: "proc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc"}}},
+				{Name: "longhorn", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p.DataPath, Type: &dirType}}},
+			},
+		},
+	}
+	if p.StorageNetwork != "" {
+		pod.Annotations = map[string]string{multusNetworksAnnotation: multusNetworks(p.StorageNetwork)}
+	}
+	return pod
+}
+
+// multusNetworks renders the networks annotation for "<namespace>/<name>".
+func multusNetworks(nad string) string {
+	ns, name, ok := strings.Cut(nad, "/")
+	if !ok {
+		ns, name = "", nad
+	}
+	b, _ := json.Marshal([]map[string]string{{"namespace": ns, "name": name, "interface": storageNetworkInterface}})
+	return string(b)
+}
+
+// storageIPOf returns the pod's storage network IP from Multus' network
+// status, or the pod IP when there is no storage network.
+func storageIPOf(pod *corev1.Pod) string {
+	if pod == nil {
+		return ""
+	}
+	if pod.Annotations[multusNetworksAnnotation] == "" {
+		return pod.Status.PodIP
+	}
+	var st []struct {
+		Interface string   `json:"interface"`
+		IPs       []string `json:"ips"`
+	}
+	if err := json.Unmarshal([]byte(pod.Annotations[multusStatusAnnotation]), &st); err != nil {
+		return ""
+	}
+	for _, s := range st {
+		if s.Interface == storageNetworkInterface && len(s.IPs) > 0 {
+			return s.IPs[0]
+		}
+	}
+	return ""
+}
+
+// podNeedsRecreate reports whether an existing pod no longer matches what
+// imPod would render (image or storage network changed).
+func podNeedsRecreate(pod *corev1.Pod, want *corev1.Pod) bool {
+	if len(pod.Spec.Containers) == 0 || pod.Spec.Containers[0].Image != want.Spec.Containers[0].Image {
+		return true
+	}
+	return pod.Annotations[multusNetworksAnnotation] != want.Annotations[multusNetworksAnnotation]
+}

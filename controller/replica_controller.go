@@ -1,0 +1,148 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	"github.com/longhorn-go/longhorn/controller/monitor"
+	"github.com/longhorn-go/longhorn/engineapi"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// FinalizerName is the finalizer the manager puts on volumes, engines and
+// replicas (Longhorn's "longhorn.io").
+const FinalizerName = "longhorn.io"
+
+// ReplicaController runs replica processes through the node's instance
+// manager and removes a deleted replica's data directory.
+type ReplicaController struct {
+	*env
+	w *Worker
+}
+
+func newReplicaController(e *env) (runner, error) {
+	c := &ReplicaController{env: e}
+	c.w = NewWorker("longhorn-replica", c.syncReplica)
+	if err := addHandler(e.ds.ReplicaInformer(), onChange(c.w.EnqueueObject)); err != nil {
+		return nil, err
+	}
+	byNode := func(obj any) {
+		node := nameOf(obj)
+		if im, ok := obj.(*longhorn.InstanceManager); ok {
+			node = im.Spec.NodeID
+		}
+		rs, err := e.ds.ListReplicasByNodeRO(context.Background(), node)
+		if err != nil {
+			return
+		}
+		for _, r := range rs {
+			c.w.Enqueue(e.key(r.Name))
+		}
+	}
+	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(byNode)); err != nil {
+		return nil, err
+	}
+	if err := addHandler(e.ds.NodeInformer(), onChange(byNode)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *ReplicaController) run(ctx context.Context, workers int) error { return c.w.Run(ctx, workers) }
+
+// syncReplica reconciles one replica.
+func (c *ReplicaController) syncReplica(ctx context.Context, key string) (Result, error) {
+	rRO, err := c.ds.GetReplicaRO(ctx, splitKey(key))
+	if apierrors.IsNotFound(err) {
+		return Done, nil
+	}
+	if err != nil {
+		return Done, err
+	}
+	if !c.responsible(ctx, rRO.Spec.NodeID, rRO.Status.OwnerID) {
+		return Done, nil
+	}
+	r := rRO.DeepCopy()
+	r.Status.OwnerID = c.opts.NodeName
+	if r.DeletionTimestamp != nil {
+		r.Spec.DesireState = longhorn.InstanceStateStopped
+	}
+	err = c.reconcileInstance(ctx, instanceTarget{
+		Object: r, Name: r.Name, Type: engineapi.InstanceTypeReplica, Spec: &r.Spec.InstanceSpec, Status: &r.Status.InstanceStatus,
+		ProcessSpec: func(im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) { return c.processSpec(r, im) },
+	})
+	if err != nil {
+		return Done, err
+	}
+	if !reflect.DeepEqual(rRO.Status, r.Status) {
+		if _, err := c.ds.UpdateReplicaStatus(ctx, r); err != nil {
+			if apierrors.IsConflict(err) {
+				return Done, nil
+			}
+			return Done, fmt.Errorf("update replica %s status: %w", r.Name, err)
+		}
+	}
+	if r.DeletionTimestamp != nil {
+		return c.reconcileDelete(ctx, r)
+	}
+	if r.Status.CurrentState != longhorn.InstanceState(r.Spec.DesireState) {
+		return WaitShort, nil
+	}
+	return Done, nil
+}
+
+// processSpec renders `longhorn engine replica <disk>/replicas/<dir>`
+// listening on the instance manager's storage IP.
+func (c *ReplicaController) processSpec(r *longhorn.Replica, im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) {
+	if r.Spec.NodeID == "" || r.Spec.DiskPath == "" || r.Spec.DataDirectoryName == "" {
+		return engineapi.InstanceSpec{}, errNotReady
+	}
+	return engineapi.ReplicaInstanceSpec(engineapi.ReplicaOptions{
+		Name: r.Name, VolumeName: r.Spec.VolumeName, Size: r.Spec.VolumeSize,
+		DataDir:                filepath.Join(r.Spec.DiskPath, monitor.ReplicaDirectory, r.Spec.DataDirectoryName),
+		ListenHost:             c.storageIP(im),
+		DisableRevisionCounter: r.Spec.RevisionCounterDisabled,
+	}), nil
+}
+
+// reconcileDelete, once the process is stopped, removes the data directory
+// (on this node only; a down node's data is left behind) and then the
+// finalizer.
+func (c *ReplicaController) reconcileDelete(ctx context.Context, r *longhorn.Replica) (Result, error) {
+	if !slices.Contains(r.Finalizers, FinalizerName) {
+		return Done, nil
+	}
+	nodeDown := r.Spec.NodeID == "" || c.isNodeDown(ctx, r.Spec.NodeID)
+	if r.Status.CurrentState != longhorn.InstanceStateStopped && !nodeDown {
+		return WaitShort, nil
+	}
+	if r.Spec.NodeID == c.opts.NodeName && r.Spec.DiskPath != "" && r.Spec.DataDirectoryName != "" {
+		dir := filepath.Join(r.Spec.DiskPath, monitor.ReplicaDirectory, r.Spec.DataDirectoryName)
+		if err := os.RemoveAll(dir); err != nil {
+			return Done, fmt.Errorf("remove replica data %s: %w", dir, err)
+		}
+	} else if r.Spec.NodeID != "" && !nodeDown {
+		return Done, nil // the node's own manager removes the data
+	}
+	latest, err := c.ds.GetReplica(ctx, r.Name)
+	if err != nil {
+		return Done, client(err)
+	}
+	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == FinalizerName })
+	_, err = c.ds.UpdateReplica(ctx, latest)
+	return Done, client(err)
+}
+
+// client drops NotFound (the object is gone: nothing left to do).
+func client(err error) error {
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	return err
+}

@@ -1,0 +1,167 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// VolumeController drives a volume from its spec to running, replicated,
+// healthy data: it creates the engine and the replicas, places replicas with
+// the scheduler, follows the attach lifecycle, computes robustness,
+// replenishes failed replicas, salvages, expands and deletes.
+type VolumeController struct {
+	*env
+	w *Worker
+}
+
+func newVolumeController(e *env) (runner, error) {
+	c := &VolumeController{env: e}
+	c.w = NewWorker("longhorn-volume", c.syncVolume)
+	if err := addHandler(e.ds.VolumeInformer(), onChange(c.w.EnqueueObject)); err != nil {
+		return nil, err
+	}
+	// Engines and replicas map to their volume (STYLE guideline 3).
+	byVolume := func(obj any) {
+		switch o := obj.(type) {
+		case *longhorn.Engine:
+			c.w.Enqueue(e.key(o.Spec.VolumeName))
+		case *longhorn.Replica:
+			c.w.Enqueue(e.key(o.Spec.VolumeName))
+		}
+	}
+	if err := addHandler(e.ds.EngineInformer(), onChange(byVolume)); err != nil {
+		return nil, err
+	}
+	if err := addHandler(e.ds.ReplicaInformer(), onChange(byVolume)); err != nil {
+		return nil, err
+	}
+	// Node, instance manager and setting changes can unblock scheduling or
+	// change ownership: look at every volume again.
+	all := func(any) { c.enqueueAll() }
+	if err := addHandler(e.ds.NodeInformer(), onChange(all)); err != nil {
+		return nil, err
+	}
+	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(all)); err != nil {
+		return nil, err
+	}
+	if err := addHandler(e.ds.SettingInformer(), onChange(all)); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func (c *VolumeController) enqueueAll() {
+	vols, err := c.ds.ListVolumesRO(context.Background(), nil)
+	if err != nil {
+		return
+	}
+	for _, v := range vols {
+		c.w.Enqueue(c.key(v.Name))
+	}
+}
+
+func (c *VolumeController) run(ctx context.Context, workers int) error { return c.w.Run(ctx, workers) }
+
+// syncVolume is the queue entry point: ownership, finalizer, deletion, then
+// the step list on a snapshot of the volume and its children.
+func (c *VolumeController) syncVolume(ctx context.Context, key string) (Result, error) {
+	vRO, err := c.ds.GetVolumeRO(ctx, splitKey(key))
+	if apierrors.IsNotFound(err) {
+		return Done, nil
+	}
+	if err != nil {
+		return Done, err
+	}
+	if !c.responsible(ctx, vRO.Spec.NodeID, vRO.Status.OwnerID) {
+		return Done, nil
+	}
+	if vRO.Status.OwnerID != c.opts.NodeName {
+		v := vRO.DeepCopy()
+		v.Status.OwnerID = c.opts.NodeName
+		_, err := c.ds.UpdateVolumeStatus(ctx, v)
+		if apierrors.IsConflict(err) {
+			return Done, nil // another manager took it
+		}
+		if err == nil {
+			LoggerFrom(ctx).WithField("previousOwner", vRO.Status.OwnerID).Info("Took over volume")
+		}
+		return Done, err
+	}
+	if vRO.DeletionTimestamp == nil && !slices.Contains(vRO.Finalizers, FinalizerName) {
+		v := vRO.DeepCopy()
+		v.Finalizers = append(v.Finalizers, FinalizerName)
+		_, err := c.ds.UpdateVolume(ctx, v)
+		return Done, err
+	}
+	snap, err := c.observe(ctx, vRO)
+	if err != nil {
+		return Done, err
+	}
+	if vRO.DeletionTimestamp != nil {
+		return c.reconcileDelete(ctx, snap)
+	}
+	return c.reconcile(ctx, snap)
+}
+
+// reconcile runs the steps on the snapshot's working copies, then writes
+// what changed.
+func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Result, error) {
+	steps := []struct {
+		name string
+		fn   func(context.Context, *volumeSnapshot) error
+	}{
+		{"ensure engine", c.ensureEngine},
+		{"ensure attachment", c.ensureVolumeAttachment},
+		{"replica health", c.reconcileReplicaHealth},
+		{"sizes", c.reconcileSizes},
+		{"robustness", c.reconcileRobustness},
+		{"replenish", c.reconcileReplenish},
+		{"schedule", c.reconcileScheduling},
+		{"cleanup", c.reconcileCleanup},
+		{"state", c.reconcileState},
+		{"conditions", c.reconcileConditions},
+	}
+	for _, st := range steps {
+		if err := st.fn(ctx, s); err != nil {
+			return Done, fmt.Errorf("%s: %w", st.name, err)
+		}
+	}
+	if err := c.applyChanges(ctx, s); err != nil {
+		return Done, err
+	}
+	return s.result(), nil
+}
+
+// result turns the snapshot's waits into a Result: poll while a transition
+// is in flight or a replenishment timer runs.
+func (s *volumeSnapshot) result() Result {
+	wait := s.requeueAfter
+	if s.inTransition() && (wait == 0 || wait > WaitShort.RequeueAfter) {
+		wait = WaitShort.RequeueAfter
+	}
+	if wait > 0 {
+		return After(wait)
+	}
+	return Done
+}
+
+func (s *volumeSnapshot) inTransition() bool {
+	switch s.vol.Status.State {
+	case longhorn.VolumeStateAttaching, longhorn.VolumeStateDetaching, longhorn.VolumeStateCreating, longhorn.VolumeStateDeleting:
+		return true
+	}
+	return s.vol.Status.Robustness == longhorn.VolumeRobustnessDegraded
+}
+
+// waitAtMost records that the volume must be looked at again within d.
+func (s *volumeSnapshot) waitAtMost(d time.Duration) {
+	if d > 0 && (s.requeueAfter == 0 || d < s.requeueAfter) {
+		s.requeueAfter = d
+	}
+}

@@ -1,0 +1,190 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+	"reflect"
+	"sort"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/scheduler"
+	"github.com/longhorn-go/longhorn/types"
+)
+
+// volumeSnapshot is what one volume sync works on: read-only cache objects
+// (the *RO fields, never changed) and working copies the steps change.
+// applyChanges writes the difference.
+type volumeSnapshot struct {
+	volRO *longhorn.Volume
+	vol   *longhorn.Volume
+
+	engRO *longhorn.Engine // nil when the volume has no engine yet
+	eng   *longhorn.Engine
+
+	repRO map[string]*longhorn.Replica
+	reps  map[string]*longhorn.Replica // working copies, new replicas included
+	fresh map[string]bool              // replicas to create
+	gone  map[string]bool              // replicas to delete
+
+	nodes    map[string]*longhorn.Node            // RO
+	ims      map[string]*longhorn.InstanceManager // RO, by node
+	settings volumeSettings
+	now      time.Time
+
+	requeueAfter time.Duration
+}
+
+// volumeSettings are the settings the volume steps use, resolved once.
+type volumeSettings struct {
+	sched                  scheduler.Settings
+	autoSalvage            bool
+	snapshotWarnThreshold  int64
+	disableRevisionCounter bool
+}
+
+// observe loads the snapshot from the caches.
+func (c *VolumeController) observe(ctx context.Context, vRO *longhorn.Volume) (*volumeSnapshot, error) {
+	s := &volumeSnapshot{volRO: vRO, vol: vRO.DeepCopy(), repRO: map[string]*longhorn.Replica{},
+		reps: map[string]*longhorn.Replica{}, fresh: map[string]bool{}, gone: map[string]bool{},
+		nodes: map[string]*longhorn.Node{}, ims: map[string]*longhorn.InstanceManager{}, now: c.now()}
+	engines, err := c.ds.ListEnginesByVolumeRO(ctx, vRO.Name)
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(engines, func(i, j int) bool { return engines[i].Name < engines[j].Name })
+	if len(engines) > 0 {
+		s.engRO, s.eng = engines[0], engines[0].DeepCopy()
+	}
+	replicas, err := c.ds.ListReplicasByVolumeRO(ctx, vRO.Name)
+	if err != nil {
+		return nil, err
+	}
+	for _, r := range replicas {
+		s.repRO[r.Name], s.reps[r.Name] = r, r.DeepCopy()
+	}
+	nodes, err := c.ds.ListNodesRO(ctx, nil)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range nodes {
+		s.nodes[n.Name] = n
+	}
+	for name := range s.nodes {
+		if im, err := c.instanceManagerFor(ctx, name, ""); err == nil && im != nil {
+			s.ims[name] = im
+		}
+	}
+	s.settings, err = c.loadVolumeSettings(ctx, vRO)
+	return s, err
+}
+
+// loadVolumeSettings resolves the settings, merging the volume's
+// anti-affinity and auto-balance overrides.
+func (c *VolumeController) loadVolumeSettings(ctx context.Context, v *longhorn.Volume) (volumeSettings, error) {
+	var out volumeSettings
+	bools := map[types.SettingName]*bool{
+		types.SettingNameAllowEmptyNodeSelectorVolume: &out.sched.AllowEmptyNodeSelectorVolume,
+		types.SettingNameAllowEmptyDiskSelectorVolume: &out.sched.AllowEmptyDiskSelectorVolume,
+		types.SettingNameReplicaSoftAntiAffinity:      &out.sched.NodeSoftAntiAffinity,
+		types.SettingNameReplicaZoneSoftAntiAffinity:  &out.sched.ZoneSoftAntiAffinity,
+		types.SettingNameReplicaDiskSoftAntiAffinity:  &out.sched.DiskSoftAntiAffinity,
+		types.SettingNameAutoSalvage:                  &out.autoSalvage,
+	}
+	for name, dst := range bools {
+		b, err := c.ds.GetSettingAsBool(ctx, name)
+		if err != nil {
+			return out, fmt.Errorf("setting %s: %w", name, err)
+		}
+		*dst = b
+	}
+	ints := map[types.SettingName]*int64{
+		types.SettingNameStorageOverProvisioningPercentage: &out.sched.OverProvisioningPercentage,
+		types.SettingNameStorageMinimalAvailablePercentage: &out.sched.MinimalAvailablePercentage,
+		types.SettingNameSnapshotCountWarningThreshold:     &out.snapshotWarnThreshold,
+	}
+	for name, dst := range ints {
+		n, err := c.ds.GetSettingAsInt(ctx, name)
+		if err != nil {
+			return out, fmt.Errorf("setting %s: %w", name, err)
+		}
+		*dst = n
+	}
+	wait, err := c.ds.GetSettingAsInt(ctx, types.SettingNameReplicaReplenishmentWaitInterval)
+	if err != nil {
+		return out, err
+	}
+	out.sched.ReplenishmentWaitInterval = time.Duration(wait) * time.Second
+	balance, err := c.ds.GetSettingValue(ctx, types.SettingNameReplicaAutoBalance)
+	if err != nil {
+		return out, err
+	}
+	out.sched.ReplicaAutoBalance = balance
+	if v.Spec.ReplicaAutoBalance != "" && v.Spec.ReplicaAutoBalance != longhorn.ReplicaAutoBalanceIgnored {
+		out.sched.ReplicaAutoBalance = string(v.Spec.ReplicaAutoBalance)
+	}
+	out.sched.NodeSoftAntiAffinity = scheduler.ResolveSoftAntiAffinity(out.sched.NodeSoftAntiAffinity, string(v.Spec.ReplicaSoftAntiAffinity))
+	out.sched.ZoneSoftAntiAffinity = scheduler.ResolveSoftAntiAffinity(out.sched.ZoneSoftAntiAffinity, string(v.Spec.ReplicaZoneSoftAntiAffinity))
+	out.sched.DiskSoftAntiAffinity = scheduler.ResolveSoftAntiAffinity(out.sched.DiskSoftAntiAffinity, string(v.Spec.ReplicaDiskSoftAntiAffinity))
+	out.disableRevisionCounter, err = c.ds.GetSettingAsBoolByDataEngine(ctx, types.SettingNameDisableRevisionCounter, longhorn.DataEngineTypeV1)
+	return out, err
+}
+
+// sortedReplicas returns the working replicas (not being deleted here) in
+// name order.
+func (s *volumeSnapshot) sortedReplicas() []*longhorn.Replica {
+	out := make([]*longhorn.Replica, 0, len(s.reps))
+	for n, r := range s.reps {
+		if !s.gone[n] {
+			out = append(out, r)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// nowString is now in RFC 3339, as Longhorn stores timestamps.
+func (s *volumeSnapshot) nowString() string { return s.now.UTC().Format(time.RFC3339) }
+
+// applyChanges writes creations, spec changes, deletions and the volume
+// status, in that order. The first error stops it; the next sync retries
+// from fresh caches (deterministic names make creation idempotent).
+func (c *VolumeController) applyChanges(ctx context.Context, s *volumeSnapshot) error {
+	for _, r := range s.sortedReplicas() {
+		if !s.fresh[r.Name] {
+			continue
+		}
+		if _, err := c.ds.CreateReplica(ctx, r); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create replica %s: %w", r.Name, err)
+		}
+	}
+	for _, r := range s.sortedReplicas() {
+		ro := s.repRO[r.Name]
+		if ro == nil || s.fresh[r.Name] {
+			continue
+		}
+		if !reflect.DeepEqual(ro.Spec, r.Spec) || !reflect.DeepEqual(ro.Labels, r.Labels) {
+			if _, err := c.ds.UpdateReplica(ctx, r); err != nil {
+				return fmt.Errorf("update replica %s: %w", r.Name, err)
+			}
+		}
+	}
+	if s.eng != nil && s.engRO != nil && !reflect.DeepEqual(s.engRO.Spec, s.eng.Spec) {
+		if _, err := c.ds.UpdateEngine(ctx, s.eng); err != nil {
+			return fmt.Errorf("update engine %s: %w", s.eng.Name, err)
+		}
+	}
+	for name := range s.gone {
+		if err := c.ds.DeleteReplica(ctx, name); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete replica %s: %w", name, err)
+		}
+	}
+	if !reflect.DeepEqual(s.volRO.Status, s.vol.Status) {
+		if _, err := c.ds.UpdateVolumeStatus(ctx, s.vol); err != nil {
+			return fmt.Errorf("update volume status: %w", err)
+		}
+	}
+	return nil
+}

@@ -1,0 +1,228 @@
+package webhook
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"regexp"
+	"strconv"
+
+	admissionv1 "k8s.io/api/admission/v1"
+	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// Volume limits.
+const (
+	// SizeAlignment: volume sizes are rounded up to a multiple of 2 MiB
+	// (Longhorn's util.RoundUpSize).
+	SizeAlignment int64 = 2 << 20
+	// MaxReplicaCount is the largest numberOfReplicas (setting
+	// default-replica-count has the same range, 1-20).
+	MaxReplicaCount = 20
+	// NameMaximumLength bounds volume names so that child names and label
+	// values stay valid (Longhorn's datastore.NameMaximumLength; a CSI
+	// "pvc-<uuid>" name is exactly 40).
+	NameMaximumLength = 40
+	// FinalizerName is the finalizer the manager puts on volumes.
+	FinalizerName = "longhorn.io"
+)
+
+// nameRegexp is Longhorn's util.ValidateName pattern restricted to the
+// characters Kubernetes object names allow.
+var nameRegexp = regexp.MustCompile(`^[a-z0-9][a-z0-9_.-]+$`)
+
+// VolumeDefaults are the setting values the volume mutator fills in.
+type VolumeDefaults struct {
+	ReplicaCount      int                              // default-replica-count (for the volume's data engine)
+	DataLocality      longhorn.DataLocality            // default-data-locality
+	EngineImage       string                           // default-engine-image
+	BackupCompression longhorn.BackupCompressionMethod // backup-compression-method
+}
+
+// VolumeStore is what volume admission reads besides the request.
+type VolumeStore interface {
+	VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error)
+	// DataEngineEnabled reports v1-data-engine / v2-data-engine.
+	DataEngineEnabled(engine longhorn.DataEngineType) (bool, error)
+}
+
+// VolumeKind is the admission registration for volumes.
+func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
+	return Kind[*longhorn.Volume]{
+		Resource:   "volumes",
+		New:        func() *longhorn.Volume { return &longhorn.Volume{} },
+		Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
+		Prepare:    normalizeVolumeSize,
+		Mutate: func(_ context.Context, req Request[*longhorn.Volume]) ([]PatchOp, error) {
+			engine := req.Object.Spec.DataEngine
+			if engine == "" {
+				engine = longhorn.DataEngineTypeV1
+			}
+			d, err := store.VolumeDefaults(engine)
+			if err != nil {
+				return nil, fmt.Errorf("read volume defaults: %w", err)
+			}
+			return mutateVolume(req.Object, req.Operation == admissionv1.Create, d), nil
+		},
+		Validate: func(_ context.Context, req Request[*longhorn.Volume]) error {
+			if req.Operation == admissionv1.Create {
+				on, err := store.DataEngineEnabled(req.Object.Spec.DataEngine)
+				if err != nil {
+					return err
+				}
+				if !on {
+					return Invalid("spec.dataEngine", "data engine %s is disabled (setting %s-data-engine)", req.Object.Spec.DataEngine, req.Object.Spec.DataEngine)
+				}
+				return validateVolume(req.Object)
+			}
+			return validateVolumeUpdate(req.Old, req.Object)
+		},
+	}
+}
+
+// ParseSize parses a volume size: a byte count ("2147483648") or a
+// Kubernetes quantity ("2Gi", "500M"). It must be positive.
+func ParseSize(field, s string) (int64, error) {
+	if s == "" {
+		return 0, Invalid(field, "must be set (bytes or a quantity such as 1Gi)")
+	}
+	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
+		if n <= 0 {
+			return 0, Invalid(field, "must be greater than 0, got %d", n)
+		}
+		return n, nil
+	}
+	q, err := resource.ParseQuantity(s)
+	if err != nil {
+		return 0, Invalid(field, "%q is neither a byte count nor a quantity such as 1Gi", s)
+	}
+	n, ok := q.AsInt64()
+	if !ok || n <= 0 {
+		return 0, Invalid(field, "%q must be a positive whole number of bytes below 2^63", s)
+	}
+	return n, nil
+}
+
+// RoundUpSize rounds a byte count up to the next multiple of 2 MiB.
+func RoundUpSize(n int64) int64 {
+	if n <= 0 {
+		return SizeAlignment
+	}
+	return (n + SizeAlignment - 1) / SizeAlignment * SizeAlignment
+}
+
+// normalizeVolumeSize rewrites spec.size of the raw object into a byte
+// string rounded up to 2 MiB, so quantities such as "1Gi" decode into the
+// int64 field. It returns the patch for the mutating webhook.
+func normalizeVolumeSize(raw []byte) ([]byte, []PatchOp, error) {
+	var obj map[string]any
+	if err := json.Unmarshal(raw, &obj); err != nil {
+		return nil, nil, Invalid("object", "cannot decode volume: %v", err)
+	}
+	spec, _ := obj["spec"].(map[string]any)
+	if spec == nil {
+		return nil, nil, Invalid("spec", "must be set")
+	}
+	var s string
+	switch v := spec["size"].(type) {
+	case string:
+		s = v
+	case float64:
+		s = strconv.FormatFloat(v, 'f', -1, 64)
+	case nil:
+		s = ""
+	default:
+		return nil, nil, Invalid("spec.size", "must be a string of bytes or a quantity, got %T", v)
+	}
+	n, err := ParseSize("spec.size", s)
+	if err != nil {
+		return nil, nil, err
+	}
+	want := strconv.FormatInt(RoundUpSize(n), 10)
+	if want == s {
+		return raw, nil, nil
+	}
+	spec["size"] = want
+	out, err := json.Marshal(obj)
+	if err != nil {
+		return nil, nil, err
+	}
+	return out, []PatchOp{{Op: "replace", Path: "/spec/size", Value: want}}, nil
+}
+
+// mutateVolume fills defaults (Longhorn's volume mutator): replica count,
+// data locality, access mode, engine image, empty enums as "ignored",
+// empty selectors as [], the finalizer and the volume label.
+func mutateVolume(v *longhorn.Volume, create bool, d VolumeDefaults) []PatchOp {
+	var ops []PatchOp
+	set := func(path string, value any) { ops = append(ops, PatchOp{Op: "add", Path: path, Value: value}) }
+	add := func(path string, value any) { ops = append(ops, PatchOp{Op: "add", Path: path, Value: value}) }
+	s := &v.Spec
+	if create {
+		if s.NumberOfReplicas == 0 {
+			add("/spec/numberOfReplicas", d.ReplicaCount)
+		}
+		if s.DataLocality == "" {
+			add("/spec/dataLocality", d.DataLocality)
+		}
+		if s.Image == "" {
+			add("/spec/image", d.EngineImage)
+		}
+		if s.StaleReplicaTimeout == 0 {
+			add("/spec/staleReplicaTimeout", 2880)
+		}
+		if s.BackupCompressionMethod == "" && d.BackupCompression != "" {
+			add("/spec/backupCompressionMethod", d.BackupCompression)
+		}
+		if !hasFinalizer(v.Finalizers) {
+			if v.Finalizers == nil {
+				add("/metadata/finalizers", []string{FinalizerName})
+			} else {
+				add("/metadata/finalizers/-", FinalizerName)
+			}
+		}
+	}
+	if v.Labels == nil {
+		add("/metadata/labels", map[string]string{"longhornvolume": v.Name})
+	} else if v.Labels["longhornvolume"] != v.Name {
+		add("/metadata/labels/longhornvolume", v.Name)
+	}
+	defaults := []struct {
+		empty bool
+		path  string
+		value any
+	}{
+		{s.DataEngine == "", "/spec/dataEngine", longhorn.DataEngineTypeV1},
+		{s.Frontend == "" && !s.Standby, "/spec/frontend", longhorn.VolumeFrontendBlockDev},
+		{s.AccessMode == "", "/spec/accessMode", longhorn.AccessModeReadWriteOnce},
+		{s.ReplicaAutoBalance == "", "/spec/replicaAutoBalance", longhorn.ReplicaAutoBalanceIgnored},
+		{s.SnapshotDataIntegrity == "", "/spec/snapshotDataIntegrity", longhorn.SnapshotDataIntegrityIgnored},
+		{s.UnmapMarkSnapChainRemoved == "", "/spec/unmapMarkSnapChainRemoved", longhorn.UnmapMarkSnapChainRemovedIgnored},
+		{s.RestoreVolumeRecurringJob == "", "/spec/restoreVolumeRecurringJob", longhorn.RestoreVolumeRecurringJobDefault},
+		{s.ReplicaSoftAntiAffinity == "", "/spec/replicaSoftAntiAffinity", longhorn.ReplicaSoftAntiAffinityDefault},
+		{s.ReplicaZoneSoftAntiAffinity == "", "/spec/replicaZoneSoftAntiAffinity", longhorn.ReplicaZoneSoftAntiAffinityDefault},
+		{s.ReplicaDiskSoftAntiAffinity == "", "/spec/replicaDiskSoftAntiAffinity", longhorn.ReplicaDiskSoftAntiAffinityDefault},
+		{s.FreezeFilesystemForSnapshot == "", "/spec/freezeFilesystemForSnapshot", longhorn.FreezeFilesystemForSnapshotDefault},
+		{s.OfflineRebuilding == "", "/spec/offlineRebuilding", longhorn.VolumeOfflineRebuildingIgnored},
+		{s.DiskSelector == nil, "/spec/diskSelector", []string{}},
+		{s.NodeSelector == nil, "/spec/nodeSelector", []string{}},
+	}
+	for _, d := range defaults {
+		if d.empty {
+			set(d.path, d.value)
+		}
+	}
+	return ops
+}
+
+func hasFinalizer(fs []string) bool {
+	for _, f := range fs {
+		if f == FinalizerName {
+			return true
+		}
+	}
+	return false
+}

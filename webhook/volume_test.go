@@ -1,0 +1,217 @@
+package webhook
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+func TestParseAndRoundSize(t *testing.T) {
+	cases := []struct {
+		in      string
+		want    int64
+		wantErr bool
+	}{
+		{"2097152", 2 << 20, false},
+		{"1", 2 << 20, false},
+		{"2097153", 4 << 20, false},
+		{"1Gi", 1 << 30, false},
+		{"1G", 477 << 21, false}, // 10^9 rounded up to 2 MiB
+		{"500Mi", 500 << 20, false},
+		{"0", 0, true},
+		{"-5", 0, true},
+		{"", 0, true},
+		{"lots", 0, true},
+		{"1.5m", 0, true}, // not a whole number of bytes
+	}
+	for _, tc := range cases {
+		n, err := ParseSize("spec.size", tc.in)
+		if tc.wantErr {
+			if err == nil || !strings.HasPrefix(err.Error(), "spec.size: ") {
+				t.Errorf("ParseSize(%q) = %d, %v; want an error naming spec.size", tc.in, n, err)
+			}
+			continue
+		}
+		if err != nil || RoundUpSize(n) != tc.want {
+			t.Errorf("ParseSize(%q) rounded = %d (%v), want %d", tc.in, RoundUpSize(n), err, tc.want)
+		}
+	}
+}
+
+func TestNormalizeVolumeSize(t *testing.T) {
+	raw := []byte(`{"metadata":{"name":"v"},"spec":{"size":"1Gi","numberOfReplicas":3}}`)
+	out, ops, err := normalizeVolumeSize(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v longhorn.Volume
+	if err := json.Unmarshal(out, &v); err != nil || v.Spec.Size != 1<<30 {
+		t.Fatalf("normalized %s: %v %d", out, err, v.Spec.Size)
+	}
+	if len(ops) != 1 || ops[0].Path != "/spec/size" || ops[0].Value != "1073741824" {
+		t.Fatalf("ops %+v", ops)
+	}
+	same := []byte(`{"spec":{"size":"1073741824"}}`)
+	if out, ops, err := normalizeVolumeSize(same); err != nil || len(ops) != 0 || string(out) != string(same) {
+		t.Fatalf("already normalized: %s %v %v", out, ops, err)
+	}
+	for _, bad := range []string{`{"spec":{}}`, `{"spec":{"size":true}}`, `{}`, `[`} {
+		if _, _, err := normalizeVolumeSize([]byte(bad)); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}
+
+func validVolume() *longhorn.Volume {
+	v := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: "vol-1"}}
+	mutated := applyOps(v, mutateVolume(v, true, VolumeDefaults{ReplicaCount: 3, DataLocality: longhorn.DataLocalityDisabled, EngineImage: "longhorn:dev"}))
+	mutated.Spec.Size = 1 << 30
+	return mutated
+}
+
+// applyOps applies add/replace ops on the JSON form (enough for these tests).
+func applyOps(v *longhorn.Volume, ops []PatchOp) *longhorn.Volume {
+	b, _ := json.Marshal(v)
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	for _, op := range ops {
+		parts := strings.Split(strings.TrimPrefix(op.Path, "/"), "/")
+		cur := m
+		for _, p := range parts[:len(parts)-1] {
+			next, ok := cur[p].(map[string]any)
+			if !ok {
+				next = map[string]any{}
+				cur[p] = next
+			}
+			cur = next
+		}
+		last := parts[len(parts)-1]
+		if last == "-" {
+			continue
+		}
+		vb, _ := json.Marshal(op.Value)
+		var val any
+		_ = json.Unmarshal(vb, &val)
+		if s, ok := val.(float64); ok && last == "size" {
+			val = s
+		}
+		cur[last] = val
+	}
+	b, _ = json.Marshal(m)
+	out := &longhorn.Volume{}
+	_ = json.Unmarshal(b, out)
+	return out
+}
+
+func TestMutateVolumeDefaults(t *testing.T) {
+	v := validVolume()
+	s := v.Spec
+	if s.NumberOfReplicas != 3 || s.DataLocality != "disabled" || s.Image != "longhorn:dev" || s.DataEngine != "v1" ||
+		s.Frontend != "blockdev" || s.AccessMode != "rwo" || s.ReplicaAutoBalance != "ignored" || s.StaleReplicaTimeout != 2880 ||
+		s.DiskSelector == nil || s.NodeSelector == nil || v.Labels["longhornvolume"] != "vol-1" || !hasFinalizer(v.Finalizers) {
+		t.Fatalf("defaults not applied: %+v %v %v", s, v.Labels, v.Finalizers)
+	}
+	if ops := mutateVolume(v, true, VolumeDefaults{ReplicaCount: 3}); len(ops) != 0 {
+		t.Fatalf("mutating a complete volume again changed %+v", ops)
+	}
+	v.Spec.NumberOfReplicas = 2
+	if ops := mutateVolume(v, true, VolumeDefaults{ReplicaCount: 3}); len(ops) != 0 {
+		t.Fatal("an explicit replica count was overridden")
+	}
+}
+
+func TestValidateVolume(t *testing.T) {
+	cases := []struct {
+		name      string
+		mutate    func(v *longhorn.Volume)
+		wantField string // "" = accepted
+	}{
+		{"valid", func(*longhorn.Volume) {}, ""},
+		{"one replica", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = 1 }, ""},
+		{"twenty replicas", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = 20 }, ""},
+		{"21 replicas", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = 21 }, "spec.numberOfReplicas"},
+		{"negative replicas", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = -1 }, "spec.numberOfReplicas"},
+		{"strict-local with 3", func(v *longhorn.Volume) { v.Spec.DataLocality = longhorn.DataLocalityStrictLocal }, "spec.numberOfReplicas"},
+		{"strict-local with 1", func(v *longhorn.Volume) {
+			v.Spec.DataLocality, v.Spec.NumberOfReplicas = longhorn.DataLocalityStrictLocal, 1
+		}, ""},
+		{"bad locality", func(v *longhorn.Volume) { v.Spec.DataLocality = "nearby" }, "spec.dataLocality"},
+		{"bad access mode", func(v *longhorn.Volume) { v.Spec.AccessMode = "rw" }, "spec.accessMode"},
+		{"migratable rwo", func(v *longhorn.Volume) { v.Spec.Migratable = true }, "spec.migratable"},
+		{"nbd frontend", func(v *longhorn.Volume) { v.Spec.Frontend = longhorn.VolumeFrontendNBD }, ""},
+		{"iscsi frontend", func(v *longhorn.Volume) { v.Spec.Frontend = longhorn.VolumeFrontendISCSI }, ""},
+		{"ublk on v1", func(v *longhorn.Volume) { v.Spec.Frontend = longhorn.VolumeFrontendUblk }, "spec.frontend"},
+		{"bad engine", func(v *longhorn.Volume) { v.Spec.DataEngine = "v3" }, "spec.dataEngine"},
+		{"size not aligned", func(v *longhorn.Volume) { v.Spec.Size = 1<<30 + 1 }, "spec.size"},
+		{"bad auto balance", func(v *longhorn.Volume) { v.Spec.ReplicaAutoBalance = "always" }, "spec.replicaAutoBalance"},
+		{"bad anti-affinity", func(v *longhorn.Volume) { v.Spec.ReplicaSoftAntiAffinity = "yes" }, "spec.replicaSoftAntiAffinity"},
+		{"snapshot count 1", func(v *longhorn.Volume) { v.Spec.SnapshotMaxCount = 1 }, "spec.snapshotMaxCount"},
+		{"snapshot count 250", func(v *longhorn.Volume) { v.Spec.SnapshotMaxCount = 250 }, ""},
+		{"snapshot size too small", func(v *longhorn.Volume) { v.Spec.SnapshotMaxSize = 1 << 30 }, "spec.snapshotMaxSize"},
+		{"empty tag", func(v *longhorn.Volume) { v.Spec.DiskSelector = []string{""} }, "spec.diskSelector[0]"},
+		{"empty topology term", func(v *longhorn.Volume) { v.Spec.TopologyRequirement = []longhorn.VolumeTopologyTerm{{}} }, "spec.topologyRequirement[0]"},
+		{"backup block size", func(v *longhorn.Volume) { v.Spec.BackupBlockSize = 4096 }, "spec.backupBlockSize"},
+		{"sharded", func(v *longhorn.Volume) { v.Spec.DataLayout.Type = longhorn.DataLayoutTypeSharded }, "spec.dataLayout"},
+		{"uppercase name", func(v *longhorn.Volume) { v.Name = "Vol" }, "metadata.name"},
+		{"long name", func(v *longhorn.Volume) { v.Name = strings.Repeat("a", 41) }, "metadata.name"},
+		{"40-char name", func(v *longhorn.Volume) { v.Name = strings.Repeat("a", 40) }, ""},
+		{"no image", func(v *longhorn.Volume) { v.Spec.Image = "" }, "spec.image"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			v := validVolume()
+			tc.mutate(v)
+			err := validateVolume(v)
+			checkField(t, err, tc.wantField)
+		})
+	}
+}
+
+func checkField(t *testing.T, err error, field string) {
+	t.Helper()
+	if field == "" {
+		if err != nil {
+			t.Fatalf("rejected: %v", err)
+		}
+		return
+	}
+	fe, ok := err.(*FieldError)
+	if !ok || fe.Field != field || fe.Msg == "" {
+		t.Fatalf("error %v, want a FieldError on %s", err, field)
+	}
+}
+
+func TestValidateVolumeUpdate(t *testing.T) {
+	cases := []struct {
+		name      string
+		mutate    func(v *longhorn.Volume)
+		wantField string
+	}{
+		{"grow", func(v *longhorn.Volume) { v.Spec.Size = 2 << 30 }, ""},
+		{"shrink", func(v *longhorn.Volume) { v.Spec.Size = 512 << 20 }, "spec.size"},
+		{"replicas to 5", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = 5 }, ""},
+		{"replicas to 0", func(v *longhorn.Volume) { v.Spec.NumberOfReplicas = 0 }, "spec.numberOfReplicas"},
+		{"change engine", func(v *longhorn.Volume) { v.Spec.DataEngine = "v2"; v.Spec.Frontend = "nvmf" }, "spec.dataEngine"},
+		{"change backing image", func(v *longhorn.Volume) { v.Spec.BackingImage = "bi" }, ""},
+		{"change compression", func(v *longhorn.Volume) { v.Spec.BackupCompressionMethod = "gzip" }, "spec.backupCompressionMethod"},
+		{"attach", func(v *longhorn.Volume) { v.Spec.NodeID = "n1" }, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			old := validVolume()
+			old.Spec.BackupCompressionMethod = "lz4"
+			v := old.DeepCopy()
+			tc.mutate(v)
+			checkField(t, validateVolumeUpdate(old, v), tc.wantField)
+		})
+	}
+	old := validVolume()
+	old.Spec.BackingImage = "a"
+	v := old.DeepCopy()
+	v.Spec.BackingImage = "b"
+	checkField(t, validateVolumeUpdate(old, v), "spec.backingImage")
+}
