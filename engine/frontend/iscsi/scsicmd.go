@@ -17,6 +17,10 @@ const (
 	taskAborted                // aborted: no response is sent
 )
 
+// maxTasks bounds the commands of one connection (the CmdSN window holds
+// cmdWindow; immediate commands are not counted by it).
+const maxTasks = 2 * cmdWindow
+
 // r2tSlot is one outstanding R2T (RFC 7143 11.8).
 type r2tSlot struct {
 	ttt    uint32
@@ -84,9 +88,13 @@ func (c *conn) onSCSICmd(h *bhs) error {
 	}
 	c.mu.Lock()
 	_, busy := c.tasks[itt]
+	full := len(c.tasks) >= maxTasks
 	c.mu.Unlock()
 	if busy || itt == reservedTag {
 		return c.rejectSkip(h, rejectTaskInProgress)
+	}
+	if full { // only immediate commands can get here past the CmdSN window
+		return c.rejectSkip(h, rejectTooManyImmediate)
 	}
 	t := &task{itt: itt, lunField: h.lun(), edtl: edtl, rbit: flags&0x40 != 0, wbit: wbit}
 	_, t.unit = c.t.unit(h.lun())
