@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -169,5 +170,27 @@ func TestVolumeActionsPerState(t *testing.T) {
 				t.Errorf("%s/%s offers %s: %v", c.state, c.robustness, a, got)
 			}
 		}
+	}
+}
+
+func TestReadinessGate(t *testing.T) {
+	var ready atomic.Bool
+	e := newFakeEnv(t, Options{Ready: ready.Load})
+	var apiErr Error
+	if st := e.do("GET", "/v1/healthz", nil, nil); st != 200 {
+		t.Errorf("healthz = %d", st)
+	}
+	if st := e.do("GET", "/v1/readyz", nil, nil); st != 503 {
+		t.Errorf("readyz before ready = %d", st)
+	}
+	if st := e.do("GET", "/v1/volumes", nil, &apiErr); st != 503 || apiErr.Type != "error" {
+		t.Errorf("volumes before ready = %d %+v", st, apiErr)
+	}
+	ready.Store(true)
+	if st := e.do("GET", "/v1/readyz", nil, nil); st != 200 {
+		t.Errorf("readyz when ready = %d", st)
+	}
+	if st := e.do("GET", "/v1/volumes", nil, nil); st != 200 {
+		t.Errorf("volumes when ready = %d", st)
 	}
 }

@@ -24,6 +24,12 @@ type Options struct {
 	Snapshots SnapshotOps
 	// Log receives one line per failed request (default: logrus standard).
 	Log logrus.FieldLogger
+	// Ready reports whether the manager is ready (caches synced, webhook
+	// serving, controllers running). Until it is, /v1/readyz answers 503
+	// and every other route except /v1/healthz answers a 503 gdapi error,
+	// so the router can be served before the datastore has synced. Nil
+	// means always ready.
+	Ready func() bool
 }
 
 // Server serves the REST API from a started, synced DataStore.
@@ -42,7 +48,7 @@ type Server struct {
 //	GET  /v1/nodes, /v1/nodes/{name}; PUT /v1/nodes/{name}; POST /v1/nodes/{name}?action=diskUpdate
 //	GET  /v1/engineimages[/{name}], /v1/instancemanagers[/{name}], /v1/volumeattachments[/{name}]
 //	GET  /v1/ws/{resource}, /v1/ws/{period}/{resource} (WebSocket streams)
-//	GET  /v1/healthz
+//	GET  /v1/healthz (liveness), /v1/readyz (readiness, see Options.Ready)
 func NewRouter(ds *datastore.DataStore, opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = logrus.StandardLogger()
@@ -50,7 +56,31 @@ func NewRouter(ds *datastore.DataStore, opts Options) http.Handler {
 	s := &Server{ds: ds, opts: opts}
 	mux := http.NewServeMux()
 	s.routes(mux)
-	return mux
+	return s.gate(mux)
+}
+
+// ready reports Options.Ready (true when unset).
+func (s *Server) ready() bool { return s.opts.Ready == nil || s.opts.Ready() }
+
+// gate serves /v1/healthz and /v1/readyz itself and holds every other
+// request with a 503 until the manager is ready.
+func (s *Server) gate(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/v1/healthz":
+			_, _ = w.Write([]byte("ok"))
+		case r.URL.Path == "/v1/readyz":
+			if !s.ready() {
+				http.Error(w, "not ready", http.StatusServiceUnavailable)
+				return
+			}
+			_, _ = w.Write([]byte("ok"))
+		case !s.ready():
+			writeError(w, newError(http.StatusServiceUnavailable, CodeServerError, "the manager is starting; try again shortly"))
+		default:
+			next.ServeHTTP(w, r)
+		}
+	})
 }
 
 // handlerFunc is an API handler: it returns the status and body to send,
@@ -80,7 +110,6 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 }
 
 func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
 	mux.HandleFunc("GET /v1", s.handle(s.root))
 	mux.HandleFunc("GET /v1/{$}", s.handle(s.root))
 	mux.HandleFunc("GET /v1/schemas", s.handle(s.listSchemas))

@@ -20,6 +20,7 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
+	"github.com/longhorn-go/longhorn/api"
 	"github.com/longhorn-go/longhorn/controller"
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
@@ -46,7 +47,7 @@ func managerCommand() *cli.Command {
 			&cli.IntFlag{Name: "webhook-port", Value: webhook.DefaultPort, Usage: "admission webhook port (HTTPS)"},
 			&cli.IntFlag{Name: "conversion-port", Value: 9501, Usage: "conversion webhook port (HTTPS); serves the readiness check /v1/healthz; 0 disables"},
 			&cli.StringFlag{Name: "webhook-url", Usage: "https://HOST:PORT the API server uses for the webhook instead of Service " + webhook.ServiceName},
-			&cli.IntFlag{Name: "readiness-port", Value: 0, Usage: "HTTP port of /v1/healthz (liveness) and /v1/readyz (readiness); 0 disables (the HTTPS /v1/healthz on --conversion-port is the readiness probe)"},
+			&cli.IntFlag{Name: "readiness-port", Value: 9500, Usage: "HTTP port of the REST API /v1 (Service longhorn-backend) with /v1/healthz (liveness) and /v1/readyz (readiness); 0 disables it"},
 			&cli.IntFlag{Name: "workers", Value: 5, Usage: "workers per controller"},
 		},
 		Action: runManager,
@@ -123,9 +124,9 @@ func runManager(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	api := engineapi.NewHandler(engineapi.HandlerOptions{})
-	defer api.Close()
-	m, err := controller.New(cfg.opts, kube, ds, api)
+	engines := engineapi.NewHandler(engineapi.HandlerOptions{})
+	defer engines.Close()
+	m, err := controller.New(cfg.opts, kube, ds, engines)
 	if err != nil {
 		return err
 	}
@@ -133,7 +134,10 @@ func runManager(c *cli.Context) error {
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
 	if cfg.readinessPort > 0 {
-		srv, err := serveHealth(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)), &ready)
+		// The REST API (/v1) with /v1/healthz and /v1/readyz; it answers 503
+		// until the manager is ready.
+		router := api.NewRouter(ds, api.Options{Ready: ready.Load, Snapshots: api.EngineSnapshots{DS: ds, Handler: engines}})
+		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)), router)
 		if err != nil {
 			return err
 		}
@@ -223,26 +227,16 @@ func retryConflict(ctx context.Context, fn func() error) error {
 	return err
 }
 
-// serveHealth serves /v1/healthz (the process is up) and /v1/readyz (caches
-// synced, webhook serving, controllers running).
-func serveHealth(addr string, ready *atomic.Bool) (*http.Server, error) {
-	mux := http.NewServeMux()
-	mux.HandleFunc("/v1/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
-	mux.HandleFunc("/v1/readyz", func(w http.ResponseWriter, _ *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "not ready", http.StatusServiceUnavailable)
-			return
-		}
-		_, _ = w.Write([]byte("ok"))
-	})
+// serveHTTP serves h on addr (the REST API port) until shut down.
+func serveHTTP(addr string, h http.Handler) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
-		return nil, fmt.Errorf("readiness listen %s: %w", addr, err)
+		return nil, fmt.Errorf("API listen %s: %w", addr, err)
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			fmt.Fprintf(os.Stderr, "readiness server: %v\n", err)
+			fmt.Fprintf(os.Stderr, "API server: %v\n", err)
 		}
 	}()
 	return srv, nil

@@ -142,7 +142,7 @@ func TestImageOverride(t *testing.T) {
 			n++
 		}
 	}
-	if n != 3 {
-		t.Errorf("manager command names the image %d times, want 3 (engine, instance manager, manager): %v", n, cmd)
+	if n != 2 {
+		t.Errorf("manager command names the image %d times, want 2 (engine, instance manager): %v", n, cmd)
 	}
 }

@@ -75,7 +75,7 @@ type simNode struct {
 // pickIPs finds a 127.R.S.0/24 whose .1-.3 have the manager and instance
 // manager ports free.
 func pickIPs(t *testing.T) []string {
-	ports := []string{"8500", "8501", "9501", "9502"}
+	ports := []string{"8500", "8501", "9500", "9501", "9502"}
 	for range 20 {
 		base := fmt.Sprintf("127.%d.%d.", 100+rand.IntN(150), rand.IntN(250))
 		ips := []string{base + "1", base + "2", base + "3"}

@@ -83,13 +83,6 @@ func (lu *LU) preventAllow(c *Command) (Result, *Error) {
 	return Result{}, nil
 }
 
-// Prevented reports whether any nexus prevents medium removal (tests).
-func (lu *LU) Prevented() bool {
-	lu.mu.Lock()
-	defer lu.mu.Unlock()
-	return len(lu.prevent) > 0
-}
-
 // reportLunsSelf answers REPORT LUNS with the LUN list of the configuration.
 func (lu *LU) reportLunsSelf(c *Command) (Result, *Error) {
 	return ReportLUNs(c, lu.cfg.LUNs)
