@@ -207,6 +207,12 @@ func inspectFile(p *packages.Package, f *ast.File, needs map[string]Need) {
 		if !ok || kind != "client" {
 			return
 		}
+		if res == "events" { // handed to an event sink: it only writes events
+			for _, v := range []string{"create", "update", "patch"} {
+				add(Need{Group: group, Resource: res, Verb: v}, e)
+			}
+			return
+		}
 		for _, v := range escapedVerbs {
 			add(Need{Group: group, Resource: res, Verb: v}, e)
 		}

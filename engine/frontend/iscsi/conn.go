@@ -14,6 +14,7 @@ import (
 )
 
 const (
+	maxTextRequest = 64 << 10 // bytes of one (continued) Text Request
 	loginTimeout   = 30 * time.Second
 	loginMaxData   = 8192 // MaxRecvDataSegmentLength before negotiation
 	readBufferSize = 256 << 10
@@ -255,15 +256,15 @@ func (c *conn) onNOPOut(h *bhs) error {
 // MaxRecvDataSegmentLength; other keys are answered NotUnderstood or
 // Irrelevant.
 func (c *conn) onText(h *bhs) error {
-	if h.dataLen() > 64<<10 {
-		return errDataTooLong
-	}
-	data := make([]byte, h.dataLen())
+	data := make([]byte, h.dataLen()) // <= MaxRecvDataSegmentLength
 	if err := c.pr.readData(h, data); err != nil {
 		return err
 	}
 	if !h.immediate() && !c.sess.acceptCmdSN(h.u32(24)) {
 		return nil
+	}
+	if len(c.textBuf)+len(data) > maxTextRequest {
+		return fmt.Errorf("%w: text request longer than %d bytes", errProtocol, maxTextRequest)
 	}
 	c.textBuf = append(c.textBuf, data...)
 	var out []byte

@@ -33,12 +33,13 @@ const (
 
 // Reject reasons (RFC 7143 11.17.1).
 const (
-	rejectDataDigest     = 0x02
-	rejectSNACK          = 0x03
-	rejectProtocolError  = 0x04
-	rejectNotSupported   = 0x05
-	rejectTaskInProgress = 0x07
-	rejectInvalidField   = 0x09
+	rejectDataDigest       = 0x02
+	rejectSNACK            = 0x03
+	rejectProtocolError    = 0x04
+	rejectNotSupported     = 0x05
+	rejectTooManyImmediate = 0x06
+	rejectTaskInProgress   = 0x07
+	rejectInvalidField     = 0x09
 )
 
 const (

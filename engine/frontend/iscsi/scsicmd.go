@@ -17,6 +17,10 @@ const (
 	taskAborted                // aborted: no response is sent
 )
 
+// maxTasks bounds the commands of one connection (the CmdSN window holds
+// cmdWindow; immediate commands are not counted by it).
+const maxTasks = 2 * cmdWindow
+
 // r2tSlot is one outstanding R2T (RFC 7143 11.8).
 type r2tSlot struct {
 	ttt    uint32
@@ -51,6 +55,7 @@ type task struct {
 	r2tBack       [2]r2tSlot
 	dataErr       bool
 
+	cmd   scsi.Command
 	state atomic.Int32
 	wg    sync.WaitGroup
 }
@@ -83,9 +88,13 @@ func (c *conn) onSCSICmd(h *bhs) error {
 	}
 	c.mu.Lock()
 	_, busy := c.tasks[itt]
+	full := len(c.tasks) >= maxTasks
 	c.mu.Unlock()
 	if busy || itt == reservedTag {
 		return c.rejectSkip(h, rejectTaskInProgress)
+	}
+	if full { // only immediate commands can get here past the CmdSN window
+		return c.rejectSkip(h, rejectTooManyImmediate)
 	}
 	t := &task{itt: itt, lunField: h.lun(), edtl: edtl, rbit: flags&0x40 != 0, wbit: wbit}
 	_, t.unit = c.t.unit(h.lun())
@@ -237,11 +246,11 @@ func (c *conn) execute(t *task) {
 		if t.rbit {
 			allocIn = t.edtl
 		}
-		cmd := scsi.Command{CDB: t.cdb[:], Nexus: &c.sess.nexus, Data: t.buf, AllocIn: allocIn}
+		t.cmd = scsi.Command{CDB: t.cdb[:], Nexus: &c.sess.nexus, Data: t.buf, AllocIn: allocIn}
 		if t.wbit {
-			cmd.ExpectedOut = t.edtl
+			t.cmd.ExpectedOut = t.edtl
 		}
-		res, e = t.unit.Execute(&cmd)
+		res, e = t.unit.Execute(&t.cmd) // t.cmd lives in the task: no allocation
 	}
 	bufpool.Put(t.buf)
 	t.buf = nil

@@ -173,6 +173,8 @@ type writer struct {
 	digests func() (hdr, data bool, maxSeg int)
 	arena   []byte
 	iov     [][]byte
+	bufs    net.Buffers
+	scratch bhs // header being built by encodeDataIn
 }
 
 const (
@@ -249,8 +251,9 @@ func (w *writer) flush() error {
 	if len(w.iov) == 0 {
 		return nil
 	}
-	bufs := net.Buffers(w.iov)
-	_, err := bufs.WriteTo(w.nc)
+	w.bufs = w.iov // WriteTo consumes w.bufs; a field does not escape per call
+	_, err := w.bufs.WriteTo(w.nc)
+	w.bufs = nil
 	clear(w.iov)
 	w.iov = w.iov[:0]
 	w.arena = w.arena[:0]
@@ -264,7 +267,8 @@ func (w *writer) encodeDataIn(p *outPDU, hd, dd bool, maxSeg int, exp, mx uint32
 	for off := 0; off < len(data); {
 		n := min(maxSeg, len(data)-off)
 		last := off+n == len(data)
-		var h bhs
+		h := &w.scratch
+		*h = bhs{}
 		h[0] = opDataIn
 		if last {
 			h[1] |= 0x80
@@ -283,8 +287,8 @@ func (w *writer) encodeDataIn(p *outPDU, hd, dd bool, maxSeg int, exp, mx uint32
 		if err := w.ensure(hd); err != nil {
 			return err
 		}
-		w.stamp(&h, collapse, exp, mx)
-		w.add(&h, data[off:off+n], hd, dd)
+		w.stamp(h, collapse, exp, mx)
+		w.add(h, data[off:off+n], hd, dd)
 		sn++
 		off += n
 	}
