@@ -65,7 +65,7 @@ func TestManifestAppliesToARealAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := t.Context()
-	reg := webhook.NewRegistryFor(nil)
+	reg := webhook.NewRegistryFor(nil, "longhornio/longhorn:test")
 	ep := webhook.Endpoint{Namespace: types.DefaultNamespace, Service: webhook.ServiceName, Port: webhook.DefaultPort}
 	ca := []byte("-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n")
 	if err := reg.EnsureConfigurations(ctx, kube, ep, ca); err != nil {
