@@ -188,9 +188,19 @@ func engineProcessSpec(e *longhorn.Engine, im *longhorn.InstanceManager) (engine
 	for _, n := range names {
 		replicas = append(replicas, "tcp://"+e.Spec.ReplicaAddressMap[n])
 	}
+	var extra []string
+	if e.Spec.RevisionCounterDisabled {
+		extra = append(extra, "--disable-revision-counter")
+	}
+	if e.Spec.SnapshotMaxCount > 0 {
+		extra = append(extra, "--snapshot-max-count", strconv.Itoa(e.Spec.SnapshotMaxCount))
+	}
+	if e.Spec.SnapshotMaxSize > 0 {
+		extra = append(extra, "--snapshot-max-size", strconv.FormatInt(e.Spec.SnapshotMaxSize, 10))
+	}
 	return engineapi.EngineInstanceSpec(engineapi.EngineOptions{
 		Name: e.Name, VolumeName: e.Spec.VolumeName, Size: e.Spec.VolumeSize,
-		Frontend: engineFrontend(e), Replicas: replicas, ListenHost: im.Status.IP,
+		Frontend: engineFrontend(e), Replicas: replicas, ListenHost: im.Status.IP, ExtraArgs: extra,
 	}), nil
 }
 
