@@ -242,9 +242,16 @@ func applyObservation(e *longhorn.Engine, obs *engineObservation) {
 	observed := map[string]lifecycle.ReplicaMode{}
 	current := map[string]string{}
 	for _, r := range obs.Replicas {
-		if n := replicaNameForAddress(e, r); n != "" {
+		n := replicaNameForAddress(e, r)
+		if n == "" {
+			continue
+		}
+		addr := strings.TrimPrefix(r.Address, "tcp://")
+		current[n] = addr
+		// A replica that came back at another address is a new member: its
+		// old entry says nothing about the new process.
+		if e.Spec.ReplicaAddressMap[n] == addr {
 			observed[n] = lifecycle.ReplicaMode(r.Mode)
-			current[n] = strings.TrimPrefix(r.Address, "tcp://")
 		}
 	}
 	modes := map[string]longhorn.ReplicaMode{}

@@ -185,18 +185,31 @@ func testRebuild(t *testing.T, c *cluster, vol, endpoint string) {
 	}
 	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessDegraded, 60*time.Second)
 	degraded := time.Since(start)
-	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 180*time.Second)
-	t.Logf("MEASURE replica kill->degraded %v, ->healthy again %v", degraded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
-	e := c.engineOf(vol)
-	rw := 0
-	for _, m := range e.Status.ReplicaModeMap {
-		if m == longhorn.ReplicaModeRW {
-			rw++
+	// Healthy again means: a replica process on n3 other than the killed
+	// one, rebuilt into the engine as RW at its own address.
+	c.eventually("rebuilt replica on n3, volume healthy", 180*time.Second, func() (bool, string) {
+		v, e := c.volume(vol), c.engineOf(vol)
+		if v == nil || e == nil {
+			return false, "no volume or engine"
 		}
-	}
-	if rw != 3 {
-		t.Fatalf("engine modes after rebuild: %v", e.Status.ReplicaModeMap)
-	}
+		rw := 0
+		for name, m := range e.Status.ReplicaModeMap {
+			if m == longhorn.ReplicaModeRW && e.Status.CurrentReplicaAddressMap[name] == e.Spec.ReplicaAddressMap[name] {
+				rw++
+			}
+		}
+		onN3 := false
+		for _, r := range c.replicasOf(vol) {
+			p := pids("engine replica", r.Spec.DataDirectoryName)
+			if r.Spec.NodeID == "n3" && r.Spec.FailedAt == "" && len(p) == 1 && p[0] != ps[0] &&
+				e.Status.ReplicaModeMap[r.Name] == longhorn.ReplicaModeRW {
+				onN3 = true
+			}
+		}
+		return v.Status.Robustness == longhorn.VolumeRobustnessHealthy && rw == 3 && onN3,
+			fmt.Sprintf("robustness=%s modes=%v current=%v", v.Status.Robustness, e.Status.ReplicaModeMap, e.Status.CurrentReplicaAddressMap)
+	})
+	t.Logf("MEASURE replica kill->degraded %v, ->rebuilt and healthy %v", degraded.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	for _, r := range c.replicasOf(vol) {
 		if r.Spec.NodeID == "n3" {
 			t.Logf("replica on n3 after rebuild: %s retry=%d (victim %s)", r.Name, r.Spec.RebuildRetryCount, victim.Name)
