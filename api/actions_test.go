@@ -252,3 +252,36 @@ func TestNodes(t *testing.T) {
 		t.Errorf("engineimages = %d %+v", st, eis)
 	}
 }
+
+func TestReplicaRemoveAndFieldUpdates(t *testing.T) {
+	rep := &longhorn.Replica{ObjectMeta: objMeta("vol-r-1"), Spec: longhorn.ReplicaSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol"}}}
+	e := newFakeEnv(t, Options{}, testVolume("vol", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy), rep,
+		testVolume("other", longhorn.VolumeStateDetached, longhorn.VolumeRobustnessUnknown))
+	var apiErr Error
+	if st := e.do("POST", "/v1/volumes/other?action=replicaRemove", ReplicaRemoveInput{Name: "vol-r-1"}, &apiErr); st != 422 {
+		t.Errorf("remove foreign replica = %d", st)
+	}
+	if st := e.do("POST", "/v1/volumes/vol?action=replicaRemove", ReplicaRemoveInput{Name: "vol-r-1"}, nil); st != 200 {
+		t.Fatalf("replicaRemove = %d", st)
+	}
+	if _, err := e.client.LonghornV1beta2().Replicas(ns).Get(t.Context(), "vol-r-1", metavOpts); err == nil {
+		t.Error("replica still exists")
+	}
+	var v Volume
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "strict-local"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "exactly 1 replica") {
+		t.Errorf("strict-local with 3 replicas = %d %+v", st, apiErr)
+	}
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "nearby"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "best-effort") {
+		t.Errorf("bad locality = %d %+v", st, apiErr)
+	}
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "best-effort"}, &v); st != 200 || v.DataLocality != "best-effort" {
+		t.Errorf("updateDataLocality = %d %s", st, v.DataLocality)
+	}
+	eventually(t, "locality cached", func() bool {
+		vol, err := e.ds.GetVolumeRO(t.Context(), "vol")
+		return err == nil && vol.Spec.DataLocality == "best-effort"
+	})
+	if st := e.do("POST", "/v1/volumes/vol?action=updateReplicaAutoBalance", UpdateReplicaAutoBalanceInput{ReplicaAutoBalance: "least-effort"}, &v); st != 200 || v.ReplicaAutoBalance != "least-effort" {
+		t.Errorf("updateReplicaAutoBalance = %d %s", st, v.ReplicaAutoBalance)
+	}
+}

@@ -49,7 +49,10 @@ func schemas() []schemaDef {
 		ActionUpdateReplicaCount: {Input: "updateReplicaCountInput", Output: "volume"},
 		ActionSnapshotCreate:     snapIn, ActionSnapshotGet: snapIn, ActionSnapshotList: {Output: "snapshotListOutput"},
 		ActionSnapshotDelete: {Input: "snapshotInput", Output: "volume"}, ActionSnapshotRevert: {Input: "snapshotInput", Output: "volume"},
-		ActionSnapshotPurge: {Output: "volume"},
+		ActionSnapshotPurge:            {Output: "volume"},
+		ActionReplicaRemove:            {Input: "replicaRemoveInput", Output: "volume"},
+		ActionUpdateDataLocality:       {Input: "updateDataLocalityInput", Output: "volume"},
+		ActionUpdateReplicaAutoBalance: {Input: "updateReplicaAutoBalanceInput", Output: "volume"},
 	}
 	get := []string{"GET"}
 	return []schemaDef{
@@ -74,6 +77,9 @@ func schemas() []schemaDef {
 		{id: "settingInput", model: SettingInput{}},
 		{id: "nodeInput", model: NodeInput{}},
 		{id: "volumeInput", model: VolumeInput{}},
+		{id: "replicaRemoveInput", model: ReplicaRemoveInput{}},
+		{id: "updateDataLocalityInput", model: UpdateDataLocalityInput{}},
+		{id: "updateReplicaAutoBalanceInput", model: UpdateReplicaAutoBalanceInput{}},
 	}
 }
 

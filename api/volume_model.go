@@ -109,8 +109,9 @@ const (
 
 // volumeActions returns the actions valid for a volume in its state, as
 // Longhorn advertises them (api/model.go toVolumeResource): attach and
-// detach always; a faulted volume only salvage; a detached one expand; an
-// attached one expand, replica count and the snapshot actions.
+// detach always; a faulted volume only salvage; a detached one expand,
+// replica count, replicaRemove and the field updates; an attached one those
+// and the snapshot actions.
 func volumeActions(v *longhorn.Volume) []string {
 	actions := []string{ActionAttach, ActionDetach}
 	if v.Status.Robustness == longhorn.VolumeRobustnessFaulted {
@@ -118,9 +119,11 @@ func volumeActions(v *longhorn.Volume) []string {
 	}
 	switch v.Status.State {
 	case longhorn.VolumeStateDetached:
-		actions = append(actions, ActionExpand, ActionUpdateReplicaCount)
+		actions = append(actions, ActionExpand, ActionUpdateReplicaCount, ActionReplicaRemove,
+			ActionUpdateDataLocality, ActionUpdateReplicaAutoBalance)
 	case longhorn.VolumeStateAttached:
-		actions = append(actions, ActionExpand, ActionUpdateReplicaCount,
+		actions = append(actions, ActionExpand, ActionUpdateReplicaCount, ActionReplicaRemove,
+			ActionUpdateDataLocality, ActionUpdateReplicaAutoBalance,
 			ActionSnapshotCreate, ActionSnapshotList, ActionSnapshotGet, ActionSnapshotDelete,
 			ActionSnapshotRevert, ActionSnapshotPurge)
 	}

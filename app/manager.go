@@ -38,12 +38,14 @@ func managerCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "engine-image", EnvVars: []string{"ENGINE_IMAGE"}, Usage: "image of the longhorn binary that runs engines and replicas (setting default-engine-image)"},
 			&cli.StringFlag{Name: "instance-manager-image", EnvVars: []string{"INSTANCE_MANAGER_IMAGE"}, Usage: "image of the instance-manager pods"},
+			&cli.StringFlag{Name: "manager-image", EnvVars: []string{"MANAGER_IMAGE"}, Usage: "image of the manager itself (recorded; Longhorn uses it for its jobs)"},
 			&cli.StringFlag{Name: "service-account", Value: "longhorn-service-account", EnvVars: []string{"SERVICE_ACCOUNT"}, Usage: "service account of the instance-manager pods"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster"},
 			&cli.StringFlag{Name: "node-name", EnvVars: []string{"NODE_NAME"}, Usage: "this manager's node (required)"},
 			&cli.StringFlag{Name: "namespace", Value: types.DefaultNamespace, EnvVars: []string{"POD_NAMESPACE"}, Usage: "namespace of Longhorn's objects"},
 			&cli.StringFlag{Name: "pod-ip", EnvVars: []string{"POD_IP"}, Usage: "address to serve on and put in certificates; empty means all addresses"},
 			&cli.IntFlag{Name: "webhook-port", Value: webhook.DefaultPort, Usage: "admission webhook port (HTTPS)"},
+			&cli.IntFlag{Name: "conversion-port", Value: 9501, Usage: "conversion webhook port (HTTPS); serves the readiness check /v1/healthz; 0 disables"},
 			&cli.StringFlag{Name: "webhook-url", Usage: "https://HOST:PORT the API server uses for the webhook instead of Service " + webhook.ServiceName},
 			&cli.IntFlag{Name: "readiness-port", Value: 9500, Usage: "HTTP port of the REST API /v1 (Service longhorn-backend) with /v1/healthz (liveness) and /v1/readyz (readiness); 0 disables it"},
 			&cli.IntFlag{Name: "workers", Value: 5, Usage: "workers per controller"},
@@ -54,12 +56,13 @@ func managerCommand() *cli.Command {
 
 // managerConfig is the validated command line.
 type managerConfig struct {
-	opts          controller.Options
-	kubeconfig    string
-	podIP         string
-	webhookPort   int
-	webhookURL    string
-	readinessPort int
+	opts           controller.Options
+	kubeconfig     string
+	podIP          string
+	webhookPort    int
+	conversionPort int
+	webhookURL     string
+	readinessPort  int
 }
 
 func parseManagerFlags(c *cli.Context) (managerConfig, error) {
@@ -67,7 +70,7 @@ func parseManagerFlags(c *cli.Context) (managerConfig, error) {
 		opts: controller.Options{NodeName: c.String("node-name"), Namespace: c.String("namespace"),
 			EngineImage: c.String("engine-image"), InstanceManagerImage: c.String("instance-manager-image"),
 			ServiceAccount: c.String("service-account"), Workers: c.Int("workers")},
-		kubeconfig: c.String("kubeconfig"), podIP: c.String("pod-ip"), webhookPort: c.Int("webhook-port"),
+		kubeconfig: c.String("kubeconfig"), podIP: c.String("pod-ip"), webhookPort: c.Int("webhook-port"), conversionPort: c.Int("conversion-port"),
 		webhookURL: c.String("webhook-url"), readinessPort: c.Int("readiness-port"),
 	}
 	switch {
@@ -79,6 +82,8 @@ func parseManagerFlags(c *cli.Context) (managerConfig, error) {
 		return cfg, errors.New("--instance-manager-image (INSTANCE_MANAGER_IMAGE) is required")
 	case cfg.webhookPort < 1 || cfg.webhookPort > 65535:
 		return cfg, fmt.Errorf("--webhook-port %d is outside 1-65535", cfg.webhookPort)
+	case cfg.conversionPort < 0 || cfg.conversionPort > 65535:
+		return cfg, fmt.Errorf("--conversion-port %d is outside 0-65535", cfg.conversionPort)
 	case cfg.readinessPort < 0 || cfg.readinessPort > 65535:
 		return cfg, fmt.Errorf("--readiness-port %d is outside 0-65535", cfg.readinessPort)
 	case cfg.opts.Workers < 1:
@@ -109,6 +114,8 @@ func runManager(c *cli.Context) error {
 		return fmt.Errorf("kubernetes client config: %w", err)
 	}
 	rc.QPS, rc.Burst = 100, 200
+	// Longhorn's finalizer "longhorn.io" draws a warning on every write; say it once.
+	rc.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
@@ -140,7 +147,7 @@ func runManager(c *cli.Context) error {
 	if err := ds.WaitForCacheSync(ctx); err != nil {
 		return err
 	}
-	if err := startWebhook(ctx, cfg, kube, ds, &wg, errs); err != nil {
+	if err := startWebhook(ctx, cfg, kube, ds, ready.Load, &wg, errs); err != nil {
 		return err
 	}
 	wg.Add(1)
@@ -167,7 +174,7 @@ func runManager(c *cli.Context) error {
 // certificate for the Service names and the pod IP, and points the webhook
 // configurations at it.
 func startWebhook(ctx context.Context, cfg managerConfig, kube kubernetes.Interface, ds *datastore.DataStore,
-	wg *sync.WaitGroup, errs chan<- error) error {
+	ready func() bool, wg *sync.WaitGroup, errs chan<- error) error {
 	ca, err := webhook.EnsureCA(ctx, kube, cfg.opts.Namespace, time.Now())
 	if err != nil {
 		return err
@@ -180,18 +187,25 @@ func startWebhook(ctx context.Context, cfg managerConfig, kube kubernetes.Interf
 	if err != nil {
 		return err
 	}
-	reg := webhook.NewRegistryFor(ds)
-	srv, err := webhook.Listen(ctx, net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.webhookPort)), cert, reg)
-	if err != nil {
-		return err
+	reg := webhook.NewRegistryFor(ds, cfg.opts.EngineImage)
+	reg.Ready = ready
+	ports := []int{cfg.webhookPort}
+	if cfg.conversionPort > 0 {
+		ports = append(ports, cfg.conversionPort)
 	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		if err := srv.Serve(ctx); err != nil {
-			errs <- fmt.Errorf("webhook: %w", err)
+	for _, port := range ports {
+		srv, err := webhook.Listen(ctx, net.JoinHostPort(cfg.podIP, strconv.Itoa(port)), cert, reg)
+		if err != nil {
+			return err
 		}
-	}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := srv.Serve(ctx); err != nil {
+				errs <- fmt.Errorf("webhook on port %d: %w", port, err)
+			}
+		}()
+	}
 	ep := webhook.Endpoint{Namespace: cfg.opts.Namespace, Service: webhook.ServiceName, Port: int32(cfg.webhookPort), URL: cfg.webhookURL}
 	return retryConflict(ctx, func() error { return reg.EnsureConfigurations(ctx, kube, ep, ca.CertPEM) })
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"golang.org/x/time/rate"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/util/runtime"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
@@ -178,6 +179,10 @@ func (w *Worker) handleResult(key string, res Result, err error) {
 	case err != nil && IsTerminal(err):
 		log.WithError(err).Error("Reconcile failed; not retrying until the object changes")
 		w.queue.Forget(key)
+	case err != nil && apierrors.IsConflict(err):
+		// Another writer (often another manager) got there first.
+		log.WithError(err).Debug("Reconcile hit a conflict; retrying")
+		w.queue.AddRateLimited(key)
 	case err != nil:
 		log.WithError(err).WithField("retries", w.queue.NumRequeues(key)).Warn("Reconcile failed; retrying")
 		w.queue.AddRateLimited(key)

@@ -188,9 +188,19 @@ func engineProcessSpec(e *longhorn.Engine, im *longhorn.InstanceManager) (engine
 	for _, n := range names {
 		replicas = append(replicas, "tcp://"+e.Spec.ReplicaAddressMap[n])
 	}
+	var extra []string
+	if e.Spec.RevisionCounterDisabled {
+		extra = append(extra, "--disable-revision-counter")
+	}
+	if e.Spec.SnapshotMaxCount > 0 {
+		extra = append(extra, "--snapshot-max-count", strconv.Itoa(e.Spec.SnapshotMaxCount))
+	}
+	if e.Spec.SnapshotMaxSize > 0 {
+		extra = append(extra, "--snapshot-max-size", strconv.FormatInt(e.Spec.SnapshotMaxSize, 10))
+	}
 	return engineapi.EngineInstanceSpec(engineapi.EngineOptions{
 		Name: e.Name, VolumeName: e.Spec.VolumeName, Size: e.Spec.VolumeSize,
-		Frontend: engineFrontend(e), Replicas: replicas, ListenHost: im.Status.IP,
+		Frontend: engineFrontend(e), Replicas: replicas, ListenHost: im.Status.IP, ExtraArgs: extra,
 	}), nil
 }
 
@@ -232,9 +242,16 @@ func applyObservation(e *longhorn.Engine, obs *engineObservation) {
 	observed := map[string]lifecycle.ReplicaMode{}
 	current := map[string]string{}
 	for _, r := range obs.Replicas {
-		if n := replicaNameForAddress(e, r); n != "" {
+		n := replicaNameForAddress(e, r)
+		if n == "" {
+			continue
+		}
+		addr := strings.TrimPrefix(r.Address, "tcp://")
+		current[n] = addr
+		// A replica that came back at another address is a new member: its
+		// old entry says nothing about the new process.
+		if e.Spec.ReplicaAddressMap[n] == addr {
 			observed[n] = lifecycle.ReplicaMode(r.Mode)
-			current[n] = strings.TrimPrefix(r.Address, "tcp://")
 		}
 	}
 	modes := map[string]longhorn.ReplicaMode{}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -54,8 +55,8 @@ func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.En
 	inEngine := map[string]engineapi.Replica{}
 	for _, r := range obs.Replicas {
 		n := replicaNameForAddress(e, r)
-		_, wanted := e.Spec.ReplicaAddressMap[n]
-		if !wanted || r.Mode == engineapi.ReplicaModeERR {
+		addr, wanted := e.Spec.ReplicaAddressMap[n]
+		if !wanted || addr != strings.TrimPrefix(r.Address, "tcp://") || r.Mode == engineapi.ReplicaModeERR {
 			if err := client.ReplicaRemove(ctx, r.Address, r.InstanceName); err != nil && !engineapi.IsNotFound(err) {
 				return err
 			}

@@ -77,8 +77,8 @@ func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 				Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
 					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 				Ports: []corev1.ContainerPort{
-					{Name: "instance-manager", ContainerPort: engineapi.DefaultInstanceManagerPort},
-					{Name: "proxy", ContainerPort: engineapi.DefaultProxyPort},
+					{Name: "im-grpc", ContainerPort: engineapi.DefaultInstanceManagerPort},
+					{Name: "im-proxy", ContainerPort: engineapi.DefaultProxyPort},
 				},
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{
 					Port: intstr.FromInt32(engineapi.DefaultInstanceManagerPort)}}, PeriodSeconds: 5},

@@ -141,6 +141,11 @@ func (m *Manager) Run(ctx context.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), e.synced...) {
 		return fmt.Errorf("kubernetes informer caches did not sync: %w", ctx.Err())
 	}
+	// Renew the lease before any controller runs, so no manager (this one
+	// included) sees this node as missing its manager at start-up.
+	if err := renewLease(ctx, e.kube, e.opts.Namespace, e.opts.NodeName, e.now()); err != nil {
+		return fmt.Errorf("manager lease: %w", err)
+	}
 	var wg sync.WaitGroup
 	wg.Add(1)
 	go func() {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"reflect"
 	"strings"
+	"sync"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -34,10 +35,20 @@ const (
 type NodeController struct {
 	*env
 	w *Worker
+
+	mu     sync.Mutex
+	probed map[string]timedProbe // disk name -> last measurement
+}
+
+// timedProbe is a disk measurement and when it was taken.
+type timedProbe struct {
+	path string
+	at   time.Time
+	p    diskProbe
 }
 
 func newNodeController(e *env) (runner, error) {
-	c := &NodeController{env: e}
+	c := &NodeController{env: e, probed: map[string]timedProbe{}}
 	c.w = NewWorker("longhorn-node", c.syncNode)
 	enqueueName := func(obj any) {
 		if n := nameOf(obj); n != "" {
@@ -167,12 +178,7 @@ func (c *NodeController) reconcileConditions(ctx context.Context, n *longhorn.No
 func (c *NodeController) reconcileDisks(ctx context.Context, n *longhorn.Node) error {
 	probes := map[string]diskProbe{}
 	for name, d := range n.Spec.Disks {
-		var p diskProbe
-		p.Config, p.Err = monitor.EnsureDiskConfig(d.Path, name)
-		if p.Err == nil {
-			p.Stat, p.Err = monitor.StatDisk(d.Path)
-		}
-		probes[name] = p
+		probes[name] = c.probeDisk(name, d.Path)
 	}
 	replicas, err := c.ds.ListReplicasByNodeRO(ctx, n.Name)
 	if err != nil {
@@ -277,4 +283,21 @@ func (c *NodeController) ensureInstanceManager(ctx context.Context) error {
 		return nil
 	}
 	return err
+}
+
+// probeDisk measures a disk at most once per diskMonitorInterval (free
+// space changes all the time; writing it on every event would churn).
+func (c *NodeController) probeDisk(name, path string) diskProbe {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if t, ok := c.probed[name]; ok && t.path == path && c.now().Sub(t.at) < diskMonitorInterval && t.p.Err == nil {
+		return t.p
+	}
+	var p diskProbe
+	p.Config, p.Err = monitor.EnsureDiskConfig(path, name)
+	if p.Err == nil {
+		p.Stat, p.Err = monitor.StatDisk(path)
+	}
+	c.probed[name] = timedProbe{path: path, at: c.now(), p: p}
+	return p
 }

@@ -79,6 +79,7 @@ func (c *VolumeController) syncVolume(ctx context.Context, key string) (Result, 
 		return Done, err
 	}
 	if !c.responsible(ctx, vRO.Spec.NodeID, vRO.Status.OwnerID) {
+		LoggerFrom(ctx).WithField("owner", vRO.Status.OwnerID).Debug("Not responsible for volume")
 		return Done, nil
 	}
 	if vRO.Status.OwnerID != c.opts.NodeName {
@@ -135,6 +136,8 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 	if err := c.applyChanges(ctx, s); err != nil {
 		return Done, err
 	}
+	LoggerFrom(ctx).WithFields(map[string]any{"state": s.vol.Status.State, "robustness": s.vol.Status.Robustness,
+		"replicas": len(s.reps), "created": len(s.fresh), "deleted": len(s.gone)}).Debug("Synced volume")
 	return s.result(), nil
 }
 

@@ -193,3 +193,18 @@ func (f *fixture) replicaNamed(name string) *longhorn.Replica {
 	f.t.Fatalf("no replica %s", name)
 	return nil
 }
+
+func TestVolumeFewerReplicasDeletesExtras(t *testing.T) {
+	f := newFixture(t, threeNodeObjects(newVolume("vol", 3))...)
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	v := f.volume("vol")
+	if v.Status.State != longhorn.VolumeStateDetached || len(f.replicas("vol")) != 3 {
+		t.Fatalf("state %s replicas %d", v.Status.State, len(f.replicas("vol")))
+	}
+	v.Spec.NumberOfReplicas = 2
+	f.updateVolume(v)
+	f.syncVolume("vol")
+	waitFor(t, func() bool { return len(f.replicas("vol")) == 2 })
+}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"sort"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -155,7 +156,46 @@ func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot
 			s.deleteReplica(r)
 		}
 	}
+	s.removeExtraReplicas(healthy)
 	return nil
+}
+
+// removeExtraReplicas deletes placed replicas beyond spec.numberOfReplicas
+// (the count was lowered): when detached, or when attached and healthy.
+// Replicas on nodes that hold more than one replica of the volume go first,
+// then the last by name.
+func (s *volumeSnapshot) removeExtraReplicas(healthy bool) {
+	switch s.vol.Status.State {
+	case longhorn.VolumeStateDetached:
+	case longhorn.VolumeStateAttached:
+		if !healthy {
+			return
+		}
+	default:
+		return
+	}
+	var keep []*longhorn.Replica
+	perNode := map[string]int{}
+	for _, r := range s.sortedReplicas() {
+		if !failed(r) && scheduled(r) && !deleting(r) && !s.fresh[r.Name] {
+			keep = append(keep, r)
+			perNode[r.Spec.NodeID]++
+		}
+	}
+	extra := len(keep) - s.vol.Spec.NumberOfReplicas
+	if extra <= 0 {
+		return
+	}
+	sort.SliceStable(keep, func(i, j int) bool {
+		a, b := perNode[keep[i].Spec.NodeID], perNode[keep[j].Spec.NodeID]
+		if a != b {
+			return a > b
+		}
+		return keep[i].Name > keep[j].Name
+	})
+	for _, r := range keep[:extra] {
+		s.deleteReplica(r)
+	}
 }
 
 func (s *volumeSnapshot) deleteReplica(r *longhorn.Replica) {

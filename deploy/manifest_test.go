@@ -16,6 +16,7 @@ import (
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/serializer/json"
@@ -123,8 +124,11 @@ func TestManifestCRDsAreTheGeneratedOnes(t *testing.T) {
 		want = append(want, strings.TrimSuffix(strings.TrimPrefix(filepath.Base(f), "longhorn.io_"), ".yaml")+".longhorn.io")
 	}
 	for _, o := range manifestObjects(t) {
-		if u, ok := o.(*unstructured.Unstructured); ok && u.GetKind() == "CustomResourceDefinition" {
-			got = append(got, u.GetName())
+		// Unstructured, or typed when a test dependency registered the
+		// apiextensions types in client-go's scheme.
+		m, err := meta.Accessor(o)
+		if err == nil && o.GetObjectKind().GroupVersionKind().Kind == "CustomResourceDefinition" {
+			got = append(got, m.GetName())
 		}
 	}
 	sort.Strings(want)
@@ -332,4 +336,26 @@ func TestManifestFileMatchesEmbedded(t *testing.T) {
 	if err != nil || !bytes.Equal(b, Manifest) {
 		t.Fatalf("embedded manifest differs from longhorn.yaml: %v", err)
 	}
+}
+
+// nsRule is an RBAC rule and the namespace it applies in ("" = cluster).
+type nsRule struct {
+	rule rbacv1.PolicyRule
+	ns   string
+}
+
+// roleRules returns the rules of the manifest's ClusterRole and Role.
+func roleRules(objs []runtime.Object) []nsRule {
+	var out []nsRule
+	if cr := find[*rbacv1.ClusterRole](objs, "longhorn-role"); cr != nil {
+		for _, r := range cr.Rules {
+			out = append(out, nsRule{r, ""})
+		}
+	}
+	if role := find[*rbacv1.Role](objs, "longhorn-role"); role != nil {
+		for _, r := range role.Rules {
+			out = append(out, nsRule{r, role.Namespace})
+		}
+	}
+	return out
 }

@@ -101,6 +101,9 @@ type handler struct {
 // Registry maps resources to their admission handlers.
 type Registry struct {
 	handlers map[string]*handler
+	// Ready, when set, makes HealthPath answer 503 while it returns false
+	// (the manager's readiness: caches synced, controllers running).
+	Ready func() bool
 }
 
 // NewRegistry returns an empty registry.
@@ -232,6 +235,12 @@ func (reg *Registry) Handler(ctx context.Context) http.Handler {
 	mux.HandleFunc(MutationPath, func(w http.ResponseWriter, r *http.Request) {
 		review(w, r, func(ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return reg.Mutate(ctx, ar) })
 	})
-	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok")) })
+	mux.HandleFunc(HealthPath, func(w http.ResponseWriter, _ *http.Request) {
+		if reg.Ready != nil && !reg.Ready() {
+			http.Error(w, "not ready", http.StatusServiceUnavailable)
+			return
+		}
+		_, _ = w.Write([]byte("ok"))
+	})
 	return mux
 }

@@ -12,15 +12,18 @@ import (
 // dsStore adapts the datastore to the questions the admission kinds ask.
 type dsStore struct {
 	ds *datastore.DataStore
+	// engineImage is the manager's --engine-image, used while setting
+	// default-engine-image is not written yet (at first start-up).
+	engineImage string
 }
 
 // NewStore wraps a datastore for the admission kinds.
-func NewStore(ds *datastore.DataStore) interface {
+func NewStore(ds *datastore.DataStore, engineImage string) interface {
 	VolumeStore
 	SettingStore
 	RecurringJobStore
 } {
-	return dsStore{ds: ds}
+	return dsStore{ds: ds, engineImage: engineImage}
 }
 
 func (s dsStore) VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error) {
@@ -36,6 +39,9 @@ func (s dsStore) VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults,
 	img, err := s.ds.GetSettingValue(ctx, types.SettingNameDefaultEngineImage)
 	if err != nil {
 		return VolumeDefaults{}, err
+	}
+	if img == "" {
+		img = s.engineImage
 	}
 	comp, err := s.ds.GetSettingValue(ctx, types.SettingNameBackupCompressionMethod)
 	if err != nil {
@@ -76,8 +82,9 @@ func (s dsStore) AnyVolumeAttached(ctx context.Context) (bool, error) {
 }
 
 // NewRegistryFor returns a registry with every kind the manager admits.
-func NewRegistryFor(ds *datastore.DataStore) *Registry {
-	st := NewStore(ds)
+// engineImage is the manager's --engine-image.
+func NewRegistryFor(ds *datastore.DataStore, engineImage string) *Registry {
+	st := NewStore(ds, engineImage)
 	reg := NewRegistry()
 	Register(reg, VolumeKind(st))
 	Register(reg, SettingKind(st))

@@ -22,6 +22,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/frontend"
+	"github.com/longhorn-go/longhorn/engine/replica"
 )
 
 // Frontend states as Longhorn reports them.
@@ -105,8 +106,9 @@ func New(opts Options) (*Controller, error) {
 	if opts.Name == "" {
 		return nil, fmt.Errorf("%w: volume name is empty", ErrInvalid)
 	}
-	if opts.Size < 0 || opts.Size%SectorSize != 0 {
-		return nil, fmt.Errorf("%w: --size %d must be a multiple of %d", ErrInvalid, opts.Size, SectorSize)
+	if opts.Size < 0 || opts.Size%SectorSize != 0 || opts.Size > replica.MaxVolumeSize {
+		return nil, fmt.Errorf("%w: --size %d must be a multiple of %d up to %d", ErrInvalid, opts.Size, SectorSize,
+			int64(replica.MaxVolumeSize))
 	}
 	if opts.EngineReplicaTimeout <= 0 {
 		opts.EngineReplicaTimeout = 8 * time.Second

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 )
 
@@ -16,8 +17,9 @@ import (
 func (c *Controller) Expand(ctx context.Context, size int64) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
-	if size <= 0 || size%SectorSize != 0 {
-		return fmt.Errorf("%w: size %d must be a positive multiple of %d", ErrInvalid, size, SectorSize)
+	if size <= 0 || size%SectorSize != 0 || size > replica.MaxVolumeSize {
+		return fmt.Errorf("%w: size %d must be a positive multiple of %d up to %d", ErrInvalid, size, SectorSize,
+			int64(replica.MaxVolumeSize))
 	}
 	cur := c.r.Size()
 	if size == cur {

@@ -149,7 +149,7 @@ func (c *Controller) joinWO(ctx context.Context, addr, instanceName string, rebu
 // prepareJoin opens the new replica, checks its identity, grows it to the
 // volume size, marks it rebuilding and dials its data server.
 func (c *Controller) prepareJoin(ctx context.Context, b *backend, instanceName string, rebuilding bool) error {
-	info, err := c.openOne(ctx, b.rem, false)
+	info, err := c.openOne(ctx, b.rem, rebuilding)
 	if err != nil {
 		return fmt.Errorf("%w: replica %s: %v", ErrPrecondition, b.addr, err)
 	}
@@ -457,8 +457,9 @@ func (c *Controller) CreateReplica(ctx context.Context, addr, instanceName strin
 	return nil
 }
 
-// RemoveReplica drops a replica from the volume (ReplicaDelete). The last
-// replica cannot be removed while the frontend is up.
+// RemoveReplica drops a replica from the volume (ReplicaDelete). While the
+// frontend is up, neither the last replica (as Longhorn) nor the last RW one
+// can be removed: the volume would have nothing left to read from.
 func (c *Controller) RemoveReplica(addr string) error {
 	addr, err := NormalizeAddress(addr)
 	if err != nil {
@@ -470,11 +471,27 @@ func (c *Controller) RemoveReplica(addr string) error {
 	if b == nil {
 		return nil
 	}
-	if len(c.r.list()) == 1 && c.frontendUp() {
-		return fmt.Errorf("%w: cannot remove the last replica while the frontend is up", ErrPrecondition)
+	if c.frontendUp() {
+		if len(c.r.list()) == 1 {
+			return fmt.Errorf("%w: cannot remove the last replica while the frontend is up", ErrPrecondition)
+		}
+		if b.getMode() == ModeRW && c.countMode(ModeRW) == 1 {
+			return fmt.Errorf("%w: cannot remove the last RW replica while the frontend is up", ErrPrecondition)
+		}
 	}
 	c.removeLocked(b)
 	return nil
+}
+
+// countMode counts the listed replicas in mode m.
+func (c *Controller) countMode(m Mode) int {
+	n := 0
+	for _, b := range c.r.list() {
+		if b.getMode() == m {
+			n++
+		}
+	}
+	return n
 }
 
 // removeLocked takes b out of the list and closes it. Caller holds opMu.

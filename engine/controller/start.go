@@ -161,10 +161,14 @@ func (c *Controller) openAll(ctx context.Context, addrs []string) []*candidate {
 	return cands
 }
 
-func (c *Controller) openOne(ctx context.Context, rem *remote, single bool) (*enginerpc.Replica, error) {
+// openOne gets a replica's state and opens it when closed. resetRebuilding
+// clears a stale Rebuilding flag: for the single replica of a volume at start
+// (Longhorn issue 6626) and for a replica about to be rebuilt (Longhorn's
+// checkAndResetFailedRebuild); otherwise a rebuilding replica is refused.
+func (c *Controller) openOne(ctx context.Context, rem *remote, resetRebuilding bool) (*enginerpc.Replica, error) {
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	info, err := rem.ctl.ReplicaGet(cctx, &enginerpc.Empty{})
+	info, err := c.notInUse(cctx, rem)
 	if err != nil {
 		return nil, err
 	}
@@ -173,7 +177,7 @@ func (c *Controller) openOne(ctx context.Context, rem *remote, single bool) (*en
 			return nil, err
 		}
 	}
-	if single && info.GetRebuilding() {
+	if resetRebuilding && info.GetRebuilding() {
 		if r, err := rem.ctl.RebuildingSet(cctx, &enginerpc.RebuildingSetRequest{Rebuilding: false}); err == nil {
 			info = r
 		} else {
@@ -186,6 +190,35 @@ func (c *Controller) openOne(ctx context.Context, rem *remote, single bool) (*en
 		return nil, fmt.Errorf("replica state %q, want open or dirty", info.GetState())
 	}
 	return info, nil
+}
+
+// inUseWait is how long notInUse waits for the data connections of an
+// engine that just went away (killed, or this one after dropping the
+// replica) to close.
+const inUseWait = 3 * time.Second
+
+// notInUse returns the replica's state once no data connection is open to
+// it. An engine keeps its data connections open while it uses a replica;
+// a second engine writing to the same replica would make the replicas
+// diverge (Longhorn refuses a replica that is not closed for the same
+// reason). Errors: ErrPrecondition when connections stay open.
+func (c *Controller) notInUse(ctx context.Context, rem *remote) (*enginerpc.Replica, error) {
+	deadline := time.Now().Add(inUseWait)
+	for {
+		info, err := rem.ctl.ReplicaGet(ctx, &enginerpc.Empty{})
+		if err != nil || info.GetDataConnections() == 0 {
+			return info, err
+		}
+		if time.Now().After(deadline) {
+			return nil, fmt.Errorf("%w: replica %s is in use: %d data connections are open (another engine?)",
+				ErrPrecondition, rem.addr, info.GetDataConnections())
+		}
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // decideSize is Longhorn's determineCorrectVolumeSize: the requested size,

@@ -125,6 +125,15 @@ func (s *Server) Close() error {
 	return nil
 }
 
+// Conns returns the number of connections accepted by Serve that are still
+// being served (an engine keeps its connections open while it uses the
+// replica).
+func (s *Server) Conns() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.conns)
+}
+
 // ServeConn serves one connection until the peer closes it, sends Close, or
 // breaks the protocol. It closes nc before returning.
 func (s *Server) ServeConn(nc net.Conn) {

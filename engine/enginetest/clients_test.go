@@ -91,6 +91,7 @@ func fioJob(t *testing.T, uri string, size int64, extra ...string) string {
 	t.Helper()
 	job := []string{"[global]", "ioengine=nbd", "uri=" + uri, "rw=randwrite", "bs=4k", "iodepth=16",
 		fmt.Sprintf("size=%d", size), "verify=crc32c", "verify_fatal=1", "do_verify=1", "randrepeat=1",
+		"verify_state_save=0", // fio would write *-verify.state into the package directory
 		"[job0]"}
 	job = append(job[:len(job)-1], append(extra, "[job0]")...)
 	p := filepath.Join(t.TempDir(), "job.fio")

@@ -21,8 +21,10 @@
 // Names: where a method takes a disk "name" it accepts a snapshot name
 // (NAME) or a disk file name (volume-snap-NAME.img, volume-head-NNN.img).
 // Snapshot names are 1..200 characters of [A-Za-z0-9_.-] starting with a
-// letter or digit; the engine generates UUIDs for empty names, the store
-// does not. created strings are stored as given ("" = now, RFC 3339 UTC).
+// letter or digit; a new snapshot may not be named "volume-head" or like a
+// disk file (volume-head-NNN.img, volume-snap-X.img). The engine generates
+// UUIDs for empty names, the store does not. Sizes are positive multiples of
+// 4096 up to MaxVolumeSize (64 TiB). created strings are stored as given ("" = now, RFC 3339 UTC).
 //
 // # On-disk layout (exactly Longhorn's, readable both ways)
 //

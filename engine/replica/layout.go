@@ -30,6 +30,11 @@ const (
 	MaxChainLength = 250
 	// DefaultSnapshotMaxCount is the default of snapshot-max-count.
 	DefaultSnapshotMaxCount = 250
+	// MaxVolumeSize is the largest volume size in bytes (64 TiB). The
+	// location index takes one byte of address space per sector (256 MiB
+	// per TiB, 16 GiB at this size); a larger index could not be allocated
+	// and the process would die instead of answering.
+	MaxVolumeSize = 64 << 40
 
 	// VolumeMetaFile is the replica's metadata file.
 	VolumeMetaFile = "volume.meta"
@@ -111,6 +116,15 @@ func headNumber(file string) (int, bool) {
 // IsHeadFileName reports whether file is a volume-head-NNN.img name.
 func IsHeadFileName(file string) bool { _, ok := headNumber(file); return ok }
 
+// checkSize accepts a volume size: a positive multiple of SectorSize up to
+// MaxVolumeSize. Errors wrap ErrInvalidSize.
+func checkSize(op string, size int64) error {
+	if size <= 0 || size%SectorSize != 0 || size > MaxVolumeSize {
+		return errf(op, "size", ErrInvalidSize, "%d, want a positive multiple of %d up to %d", size, SectorSize, int64(MaxVolumeSize))
+	}
+	return nil
+}
+
 // ValidateSnapshotName checks a snapshot name: 1..200 characters from
 // [A-Za-z0-9_.-], starting with a letter or digit (UUIDs, Kubernetes names
 // and expand-<size> all qualify). Errors wrap ErrInvalidName.
@@ -124,6 +138,25 @@ func ValidateSnapshotName(name string) error {
 		if !alnum && (i == 0 || c != '-' && c != '_' && c != '.') {
 			return errf("snapshot", "name", ErrInvalidName, "%q: character %d must be [A-Za-z0-9_.-] and start alphanumeric", name, i)
 		}
+	}
+	return nil
+}
+
+// headDisplayName is how Longhorn lists the head among snapshots.
+const headDisplayName = "volume-head"
+
+// validateNewSnapshotName is ValidateSnapshotName for a snapshot about to be
+// taken, which must also not read as the head ("volume-head") or as a disk
+// file name (volume-head-NNN.img, volume-snap-X.img): the APIs take both
+// snapshot and file names, so such a snapshot could be mistaken for the head
+// or another snapshot. Errors wrap ErrInvalidName.
+func validateNewSnapshotName(name string) error {
+	if err := ValidateSnapshotName(name); err != nil {
+		return err
+	}
+	base := strings.TrimSuffix(strings.TrimSuffix(name, metaSuffix), checksumSuffix)
+	if _, isSnap := SnapshotName(base); name == headDisplayName || IsHeadFileName(base) || isSnap {
+		return errf("snapshot", "name", ErrInvalidName, "%q is reserved: it reads as the head or a disk file name", name)
 	}
 	return nil
 }

@@ -360,8 +360,9 @@ func (st *state) openChain(dir string) error {
 // Open allocate an index for a volume that does not exist.
 func (st *state) checkHeadSize() error {
 	size := st.meta.Size
-	if size <= 0 || size%SectorSize != 0 {
-		return fmt.Errorf("%w: %s Size %d is not a positive multiple of %d", ErrCorrupt, VolumeMetaFile, size, SectorSize)
+	if checkSize("open", size) != nil {
+		return fmt.Errorf("%w: %s Size %d is not a positive multiple of %d up to %d", ErrCorrupt, VolumeMetaFile,
+			size, SectorSize, int64(MaxVolumeSize))
 	}
 	fi, err := st.head().f.Stat()
 	if err != nil {

@@ -19,10 +19,11 @@ import (
 // the new head and its .meta; hard-link the head to the snapshot name; write
 // the snapshot .meta; write volume.meta (the commit point); remove the old
 // head's names. A failure before the commit removes what was created and
-// leaves the replica as it was. Errors: ErrInvalidName, ErrSnapshotExists,
+// leaves the replica as it was. Errors: ErrInvalidName (also for names that
+// read as the head or a disk file name), ErrSnapshotExists,
 // ErrSnapshotCountLimit, ErrSnapshotSizeLimit, ErrChainTooLong, ErrClosed.
 func (s *Store) Snapshot(name string, userCreated bool, created string, labels map[string]string) error {
-	if err := ValidateSnapshotName(name); err != nil {
+	if err := validateNewSnapshotName(name); err != nil {
 		return err
 	}
 	s.presync()
@@ -200,11 +201,11 @@ func (s *Store) adoptSnapshot(oldHead, snapFile, newHead string, snapMeta, headM
 // snapshot named expand-<size> (expand-<size>-<volume> with
 // Options.VolumeName), labelled replica-expansion=<size>, and a new head of
 // the new size. The same size is a no-op. Errors: ErrInvalidSize (not a
-// positive multiple of SectorSize), ErrShrink, and those of Snapshot except
+// positive multiple of SectorSize, or above MaxVolumeSize), ErrShrink, and those of Snapshot except
 // the size limit.
 func (s *Store) Expand(size int64) error {
-	if size <= 0 || size%SectorSize != 0 {
-		return errf("expand", "size", ErrInvalidSize, "%d, want a positive multiple of %d", size, SectorSize)
+	if err := checkSize("expand", size); err != nil {
+		return err
 	}
 	s.presync()
 	s.mu.Lock()

@@ -92,14 +92,14 @@ type Store struct {
 // Create makes a new replica of size bytes in dir (created 0700 when
 // missing): volume-head-000.img, its .meta, volume.meta and, unless
 // disabled, revision.counter = 0; then opens it. Errors: ErrInvalidSize when
-// size is not a positive multiple of SectorSize, ErrExists when dir already
+// size is not a positive multiple of SectorSize or exceeds MaxVolumeSize, ErrExists when dir already
 // holds volume.meta or disk metadata, ErrInvalidOption.
 func Create(dir string, size int64, opts Options) (*Store, error) {
 	if err := opts.validate("create"); err != nil {
 		return nil, err
 	}
-	if size <= 0 || size%SectorSize != 0 {
-		return nil, errf("create", "size", ErrInvalidSize, "%d, want a positive multiple of %d", size, SectorSize)
+	if err := checkSize("create", size); err != nil {
+		return nil, err
 	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err

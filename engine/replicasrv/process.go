@@ -82,6 +82,7 @@ func Start(cfg Config, log logrus.FieldLogger) (*Process, error) {
 	pr.ctl = grpc.NewServer()
 	enginerpc.RegisterReplicaServiceServer(pr.ctl, srv)
 	pr.data = dataconn.NewServer(dataHandler{srv}, log)
+	srv.dataConns = pr.data.Conns
 	pr.agent = enginesync.NewAgent(syncReplica{srv}, host, p+3, p+PortCount-1, log)
 	pr.sync = grpc.NewServer()
 	enginerpc.RegisterSyncAgentServiceServer(pr.sync, pr.agent)

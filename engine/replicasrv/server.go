@@ -49,6 +49,9 @@ type Server struct {
 	// mu serialises control operations; cur is read lock-free by the data path.
 	mu  sync.Mutex
 	cur atomic.Pointer[replica.Store]
+	// dataConns counts the data server's open connections (nil: no data
+	// server); set by Start before serving.
+	dataConns func() int
 }
 
 // NewServer opens the replica in dir, creating one of size bytes when the
@@ -141,6 +144,9 @@ func (s *Server) withStore(fn func(st *replica.Store) error) (*enginerpc.Replica
 func (s *Server) replicaLocked() *enginerpc.Replica {
 	st := s.cur.Load()
 	r := &enginerpc.Replica{InstanceName: s.instanceName, Dir: s.dir}
+	if s.dataConns != nil {
+		r.DataConnections = int32(s.dataConns())
+	}
 	if st == nil {
 		r.State = StateInitial
 		if m, err := replica.ReadVolumeMeta(s.dir); err == nil {

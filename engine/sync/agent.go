@@ -227,7 +227,8 @@ func (a *Agent) syncFiles(ctx context.Context, sourceAgent string, req *enginerp
 		total += max(fi.GetActualSize(), 1)
 	}
 	for _, fi := range req.GetSyncFileInfoList() {
-		if err := a.pullFile(ctx, src, req, fi, func(n int64) { a.setRebuildProgress(done+n, total) }); err != nil {
+		base := done // the progress callback must not read done while this loop writes it
+		if err := a.pullFile(ctx, src, req, fi, func(n int64) { a.setRebuildProgress(base+n, total) }); err != nil {
 			return err
 		}
 		done += max(fi.GetActualSize(), 1)
@@ -243,9 +244,10 @@ func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClie
 		return err
 	}
 	defer recv.Close()
-	stopWatch := make(chan struct{})
-	defer close(stopWatch)
+	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
+	defer func() { close(stopWatch); <-watchDone }() // no progress report after the file is done
 	go func() {
+		defer close(watchDone)
 		t := time.NewTicker(500 * time.Millisecond)
 		defer t.Stop()
 		for {

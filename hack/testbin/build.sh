@@ -28,6 +28,12 @@ main() {
 	if (( only_print )); then echo "$assets"; exit 0; fi
 	mkdir -p "$cache"
 	t0=$(date +%s)
+	# One build at a time per cache (several worktrees may run make test).
+	exec 9>"$cache/.testbin.lock"
+	if ! flock -n 9; then
+		log "another testbin build holds $cache/.testbin.lock; waiting"
+		flock 9
+	fi
 
 	local minor ldf=""
 	minor=$(echo "$k8s_ver" | cut -d. -f2)

@@ -200,10 +200,13 @@ type Replica struct {
 	SnapshotSizeUsage         int64                  `protobuf:"varint,18,opt,name=snapshot_size_usage,json=snapshotSizeUsage,proto3" json:"snapshot_size_usage,omitempty"` // bytes
 	// Additions: the replica's identity, so an engine can refuse a replica
 	// that is not the one it was told about.
-	InstanceName  string `protobuf:"bytes,19,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
-	Dir           string `protobuf:"bytes,20,opt,name=dir,proto3" json:"dir,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	InstanceName string `protobuf:"bytes,19,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
+	Dir          string `protobuf:"bytes,20,opt,name=dir,proto3" json:"dir,omitempty"`
+	// Data connections open to the data server (P+1) now: an engine holds
+	// some while it uses the replica, so another engine must not start on it.
+	DataConnections int32 `protobuf:"varint,21,opt,name=data_connections,json=dataConnections,proto3" json:"data_connections,omitempty"`
+	unknownFields   protoimpl.UnknownFields
+	sizeCache       protoimpl.SizeCache
 }
 
 func (x *Replica) Reset() {
@@ -374,6 +377,13 @@ func (x *Replica) GetDir() string {
 		return x.Dir
 	}
 	return ""
+}
+
+func (x *Replica) GetDataConnections() int32 {
+	if x != nil {
+		return x.DataConnections
+	}
+	return 0
 }
 
 type ReplicaRevertRequest struct {
@@ -1025,7 +1035,7 @@ const file_replica_proto_rawDesc = "" +
 	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xac\x06\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xd7\x06\n" +
 	"\aReplica\x12\x14\n" +
 	"\x05dirty\x18\x01 \x01(\bR\x05dirty\x12\x1e\n" +
 	"\n" +
@@ -1050,7 +1060,8 @@ const file_replica_proto_rawDesc = "" +
 	"\x14snapshot_count_usage\x18\x11 \x01(\x05R\x12snapshotCountUsage\x12.\n" +
 	"\x13snapshot_size_usage\x18\x12 \x01(\x03R\x11snapshotSizeUsage\x12#\n" +
 	"\rinstance_name\x18\x13 \x01(\tR\finstanceName\x12\x10\n" +
-	"\x03dir\x18\x14 \x01(\tR\x03dir\x1aI\n" +
+	"\x03dir\x18\x14 \x01(\tR\x03dir\x12)\n" +
+	"\x10data_connections\x18\x15 \x01(\x05R\x0fdataConnections\x1aI\n" +
 	"\n" +
 	"DisksEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12%\n" +

@@ -1,0 +1,243 @@
+// Command lhcluster runs the local cluster (package test/cluster): `up`,
+// `down` and `status` for users (make cluster / make cluster-down), and the
+// internal modes `node-agent` (one per node, inside its netns) and
+// `pod-exec` (one per container process).
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	"k8s.io/klog/v2"
+
+	"github.com/longhorn-go/longhorn/test/cluster"
+	"github.com/longhorn-go/longhorn/test/cluster/nodeagent"
+)
+
+func main() {
+	app := &cli.App{
+		Name:  "lhcluster",
+		Usage: "local multi-node Kubernetes cluster for Longhorn (nodes are network namespaces, pods are processes)",
+		Commands: []*cli.Command{
+			upCommand(), downCommand(), statusCommand(), nodeAgentCommand(), podExecCommand(), infoServerCommand(),
+		},
+	}
+	if err := app.Run(os.Args); err != nil {
+		fmt.Fprintln(os.Stderr, "lhcluster:", err)
+		os.Exit(1)
+	}
+}
+
+func commonFlags() []cli.Flag {
+	d := cluster.DefaultConfig()
+	home, _ := os.UserHomeDir()
+	return []cli.Flag{
+		&cli.StringFlag{Name: "name", Value: d.Name, Usage: "cluster name: prefix of bridge, netns and cgroup names"},
+		&cli.StringFlag{Name: "state-dir", Value: filepath.Join(home, ".cache", "longhorn-testbed", "cluster-"+d.Name), Usage: "PKI, kubeconfig, logs, node directories"},
+		&cli.IntFlag{Name: "nodes", Value: d.Nodes, Usage: "number of nodes"},
+		&cli.StringFlag{Name: "subnet", Value: d.Subnet.String(), Usage: "node subnet; the bridge takes its last address"},
+		&cli.StringFlag{Name: "service-cidr", Value: d.ServiceCIDR.String(), Usage: "service range (made unreachable)"},
+	}
+}
+
+func configFrom(c *cli.Context) (cluster.Config, error) {
+	cfg := cluster.DefaultConfig()
+	cfg.Name, cfg.Nodes, cfg.StateDir = c.String("name"), c.Int("nodes"), c.String("state-dir")
+	var err error
+	if cfg.Subnet, err = netip.ParsePrefix(c.String("subnet")); err != nil {
+		return cfg, fmt.Errorf("--subnet: %w", err)
+	}
+	if cfg.ServiceCIDR, err = netip.ParsePrefix(c.String("service-cidr")); err != nil {
+		return cfg, fmt.Errorf("--service-cidr: %w", err)
+	}
+	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
+		return cfg, err
+	}
+	return cfg, cfg.Validate()
+}
+
+func printf(format string, args ...any) {
+	fmt.Printf("cluster [%s] %s\n", time.Now().Format("15:04:05"), fmt.Sprintf(format, args...))
+}
+
+func upCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "up",
+		Usage: "start (or complete) the cluster, apply the manifest if it exists, print the status",
+		Flags: append(commonFlags(),
+			&cli.StringFlag{Name: "assets", Required: true, Usage: "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (make testbin)"},
+			&cli.StringSliceFlag{Name: "image", Usage: "PATTERN=BINARY image mapping, e.g. 'longhornio/longhorn:*=/abs/bin/longhorn'"},
+			&cli.StringFlag{Name: "manifest", Usage: "manifest to apply when the file exists (deploy/longhorn.yaml); waits for its DaemonSets"},
+			&cli.DurationFlag{Name: "manifest-timeout", Value: 5 * time.Minute},
+		),
+		Action: func(c *cli.Context) error {
+			cfg, err := configFrom(c)
+			if err != nil {
+				return err
+			}
+			if cfg.AssetsDir, err = filepath.Abs(c.String("assets")); err != nil {
+				return err
+			}
+			if cfg.AgentBinary, err = os.Executable(); err != nil {
+				return err
+			}
+			cfg.Images = map[string]string{}
+			for _, m := range c.StringSlice("image") {
+				pat, bin, ok := strings.Cut(m, "=")
+				if !ok {
+					return fmt.Errorf("--image %q: want PATTERN=BINARY", m)
+				}
+				if cfg.Images[pat], err = filepath.Abs(bin); err != nil {
+					return err
+				}
+			}
+			ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer cancel()
+			t0 := time.Now()
+			st, err := cluster.Up(ctx, cfg, printf)
+			if err != nil {
+				return err
+			}
+			if m := c.String("manifest"); m != "" {
+				if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
+					printf("%s does not exist yet: not applied", m)
+				} else if err := cluster.ApplyManifest(ctx, &st.Config, m, c.Duration("manifest-timeout"), printf); err != nil {
+					return err
+				}
+			}
+			printf("cluster up in %.1fs", time.Since(t0).Seconds())
+			return cluster.PrintStatus(ctx, st, os.Stdout)
+		},
+	}
+}
+
+func downCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "down",
+		Usage: "stop every process and remove every namespace, mount, loop device and cgroup of the cluster",
+		Flags: commonFlags(),
+		Action: func(c *cli.Context) error {
+			cfg, err := configFrom(c)
+			if err != nil {
+				return err
+			}
+			t0 := time.Now()
+			if err := cluster.Down(cfg, printf); err != nil {
+				return err
+			}
+			printf("cluster down in %.1fs (logs kept in %s)", time.Since(t0).Seconds(), filepath.Join(cfg.StateDir, "logs"))
+			return nil
+		},
+	}
+}
+
+func statusCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "status",
+		Usage: "print the status table",
+		Flags: commonFlags(),
+		Action: func(c *cli.Context) error {
+			cfg, err := configFrom(c)
+			if err != nil {
+				return err
+			}
+			st, err := cluster.LoadState(cfg.StateDir)
+			if errors.Is(err, fs.ErrNotExist) {
+				return fmt.Errorf("no cluster in %s", cfg.StateDir)
+			}
+			if err != nil {
+				return err
+			}
+			return cluster.PrintStatus(c.Context, st, os.Stdout)
+		},
+	}
+}
+
+func nodeAgentCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "node-agent",
+		Usage:  "internal: run one node (started by up inside the node's netns)",
+		Hidden: true,
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "config", Required: true},
+			&cli.IntFlag{Name: "v", Value: 1, Usage: "klog verbosity"},
+		},
+		Action: func(c *cli.Context) error {
+			fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+			klog.InitFlags(fs)
+			_ = fs.Set("v", fmt.Sprint(c.Int("v")))
+			cfg, err := nodeagent.LoadConfig(c.String("config"))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+			defer cancel()
+			return nodeagent.Run(ctx, cfg)
+		},
+	}
+}
+
+func podExecCommand() *cli.Command {
+	return &cli.Command{
+		Name:      "pod-exec",
+		Usage:     "internal: become a container process (run by the node agent under unshare)",
+		Hidden:    true,
+		ArgsUsage: "SPEC.json",
+		Action: func(c *cli.Context) error {
+			if c.NArg() != 1 {
+				return errors.New("pod-exec: want exactly one SPEC argument")
+			}
+			err := nodeagent.RunPodExec(c.Args().First())
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(127)
+			return nil
+		},
+	}
+}
+
+// infoServerCommand is a tiny workload for infrastructure tests: GET /
+// answers with the process's view (namespaces, env, files), GET /exit?code=N
+// exits with N (to test restarts).
+func infoServerCommand() *cli.Command {
+	return &cli.Command{
+		Name:   "info-server",
+		Usage:  "internal: test workload answering with its namespaces and environment",
+		Hidden: true,
+		Flags:  []cli.Flag{&cli.StringFlag{Name: "listen", Value: ":8080"}},
+		Action: func(c *cli.Context) error {
+			mux := http.NewServeMux()
+			mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+				netns, _ := os.Readlink("/proc/self/ns/net")
+				mntns, _ := os.Readlink("/proc/self/ns/mnt")
+				token, _ := os.ReadFile("/var/run/secrets/kubernetes.io/serviceaccount/token")
+				w.Header().Set("Content-Type", "application/json")
+				_ = json.NewEncoder(w).Encode(map[string]string{
+					"netns": netns, "mntns": mntns, "hostname": os.Getenv("HOSTNAME"),
+					"node": os.Getenv("NODE_NAME"), "podIP": os.Getenv("POD_IP"),
+					"tokenBytes": fmt.Sprint(len(token)), "remote": r.RemoteAddr,
+				})
+			})
+			mux.HandleFunc("/exit", func(w http.ResponseWriter, r *http.Request) {
+				code, _ := strconv.Atoi(r.URL.Query().Get("code"))
+				fmt.Printf("exiting with %d on request\n", code)
+				os.Exit(code)
+			})
+			fmt.Printf("info-server listening on %s\n", c.String("listen"))
+			return (&http.Server{Addr: c.String("listen"), Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+		},
+	}
+}

@@ -1,0 +1,141 @@
+package manager_test
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// podProc is the process the test kubelet runs for a pod.
+type podProc struct {
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// kubelet plays the kubelet of the three simulated nodes for the
+// instance-manager pods until the cluster context ends: it starts the pod's
+// container command (our longhorn binary, $(POD_IP) expanded to the node's
+// address), marks the pod Running and Ready with that IP, marks it Failed
+// when the process exits, and on deletion kills the process group and
+// removes the pod.
+func (c *cluster) kubelet() {
+	procs := map[string]*podProc{}
+	defer func() {
+		for _, p := range procs {
+			stopProc(p)
+		}
+	}()
+	for c.ctx.Err() == nil {
+		pods, err := c.kube.CoreV1().Pods(ns).List(c.ctx, metav1.ListOptions{})
+		if err == nil {
+			for i := range pods.Items {
+				c.syncPod(&pods.Items[i], procs)
+			}
+		}
+		select {
+		case <-c.ctx.Done():
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+func (c *cluster) nodeByName(name string) *simNode {
+	for _, n := range c.nodes {
+		if n.name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+func (c *cluster) syncPod(pod *corev1.Pod, procs map[string]*podProc) {
+	n := c.nodeByName(pod.Spec.NodeName)
+	if n == nil || len(pod.Spec.Containers) == 0 {
+		return
+	}
+	p := procs[pod.Name]
+	switch {
+	case pod.DeletionTimestamp != nil:
+		if p != nil {
+			stopProc(p)
+			delete(procs, pod.Name)
+		}
+		zero := int64(0)
+		_ = c.kube.CoreV1().Pods(ns).Delete(c.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	case p == nil && (pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending):
+		p = c.startPodProcess(pod, n)
+		if p == nil {
+			return
+		}
+		procs[pod.Name] = p
+		c.setPodStatus(pod, corev1.PodRunning, n.ip)
+	case p != nil && pod.Status.Phase == corev1.PodRunning:
+		select {
+		case <-p.exited:
+			c.setPodStatus(pod, corev1.PodFailed, n.ip)
+		default:
+		}
+	}
+}
+
+func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode) *podProc {
+	ctr := pod.Spec.Containers[0]
+	args := make([]string, 0, len(ctr.Args))
+	for _, a := range ctr.Args {
+		args = append(args, strings.ReplaceAll(a, "$(POD_IP)", n.ip))
+	}
+	for i, a := range args {
+		// The pod mounts the node's data path; here the instance manager's
+		// files go under the node's own directory.
+		if a == "--data-root" && i+1 < len(args) {
+			args[i+1] = filepath.Join(c.dir, n.name, "instance-manager")
+		}
+	}
+	log, err := os.Create(filepath.Join(c.dir, pod.Name+".log"))
+	if err != nil {
+		c.t.Errorf("pod %s log: %v", pod.Name, err)
+		return nil
+	}
+	defer log.Close()
+	cmd := exec.Command(c.binary, args...)
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		c.t.Errorf("pod %s: %v", pod.Name, err)
+		return nil
+	}
+	p := &podProc{cmd: cmd, exited: make(chan struct{})}
+	go func() { _ = cmd.Wait(); close(p.exited) }()
+	return p
+}
+
+func (c *cluster) setPodStatus(pod *corev1.Pod, phase corev1.PodPhase, ip string) {
+	ready := corev1.ConditionTrue
+	if phase != corev1.PodRunning {
+		ready = corev1.ConditionFalse
+	}
+	pod.Status.Phase, pod.Status.PodIP, pod.Status.HostIP = phase, ip, ip
+	pod.Status.PodIPs = []corev1.PodIP{{IP: ip}}
+	pod.Status.Conditions = []corev1.PodCondition{{Type: corev1.PodReady, Status: ready, LastTransitionTime: metav1.Now()}}
+	if _, err := c.kube.CoreV1().Pods(ns).UpdateStatus(c.ctx, pod, metav1.UpdateOptions{}); err != nil && c.ctx.Err() == nil {
+		c.t.Logf("pod %s status: %v", pod.Name, err)
+	}
+}
+
+// stopProc sends SIGTERM to the process group (the instance manager stops
+// its engines and replicas), then SIGKILL after 15 s.
+func stopProc(p *podProc) {
+	_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGTERM)
+	select {
+	case <-p.exited:
+	case <-time.After(15 * time.Second):
+		_ = syscall.Kill(-p.cmd.Process.Pid, syscall.SIGKILL)
+		<-p.exited
+	}
+}

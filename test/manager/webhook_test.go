@@ -1,0 +1,110 @@
+package manager_test
+
+import (
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// admissionCase is one `kubectl apply` and what must come of it: rejected
+// with a message naming wantField, or accepted.
+type admissionCase struct {
+	name      string
+	manifest  string
+	wantField string // "" = accepted
+}
+
+func volumeYAML(name, spec string) string {
+	return fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: Volume\nmetadata: {name: %s, namespace: %s}\nspec: {%s}\n", name, ns, spec)
+}
+
+func settingYAML(name, value string) string {
+	return fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: Setting\nmetadata: {name: %s, namespace: %s}\nvalue: %q\n", name, ns, value)
+}
+
+func nodeYAML(path, tag string) string {
+	return fmt.Sprintf(`apiVersion: longhorn.io/v1beta2
+kind: Node
+metadata: {name: wh-node, namespace: %s}
+spec: {name: wh-node, allowScheduling: false, tags: [%q], disks: {d1: {diskType: filesystem, path: %q, allowScheduling: false, storageReserved: 0, tags: []}}}
+`, ns, tag, path)
+}
+
+func testWebhookRules(t *testing.T, c *cluster) {
+	long := strings.Repeat("a", 41)
+	cases := []admissionCase{
+		{"volume size quantity accepted", volumeYAML("wh-size", "size: 100Mi, numberOfReplicas: 1, frontend: nbd"), ""},
+		{"volume size garbage rejected", volumeYAML("wh-size-bad", "size: lots, numberOfReplicas: 1"), "spec.size"},
+		{"volume shrink rejected", volumeYAML("wh-size", "size: 50Mi, numberOfReplicas: 1, frontend: nbd"), "spec.size"},
+		{"volume grow accepted", volumeYAML("wh-size", "size: 200Mi, numberOfReplicas: 1, frontend: nbd"), ""},
+		{"21 replicas rejected", volumeYAML("wh-rep", "size: 10Mi, numberOfReplicas: 21"), "spec.numberOfReplicas"},
+		{"20 replicas accepted", volumeYAML("wh-rep", "size: 10Mi, numberOfReplicas: 20"), ""},
+		{"bad data locality rejected", volumeYAML("wh-loc", "size: 10Mi, dataLocality: nearby"), "spec.dataLocality"},
+		{"best-effort locality accepted", volumeYAML("wh-loc", "size: 10Mi, dataLocality: best-effort"), ""},
+		{"bad access mode rejected", volumeYAML("wh-am", "size: 10Mi, accessMode: rw"), "spec.accessMode"},
+		{"bad frontend rejected", volumeYAML("wh-fe", "size: 10Mi, frontend: scsi"), "spec.frontend"},
+		{"41-char name rejected", volumeYAML(long, "size: 10Mi"), "metadata.name"},
+		{"40-char name accepted", volumeYAML(long[:40], "size: 10Mi"), ""},
+		{"setting out of range rejected", settingYAML("storage-over-provisioning-percentage", "-1"), "value"},
+		{"setting in range accepted", settingYAML("storage-over-provisioning-percentage", "150"), ""},
+		{"replica count setting 21 rejected", settingYAML("default-replica-count", "21"), "value"},
+		{"unknown setting rejected", settingYAML("no-such-setting", "1"), "metadata.name"},
+		{"relative disk path rejected", nodeYAML("var/lib/x", "ok"), "spec.disks[d1].path"},
+		{"bad node tag rejected", nodeYAML("/var/lib/x", "a b"), "spec.tags[0]"},
+		{"valid node accepted", nodeYAML("/var/lib/x", "fast"), ""},
+		{"engine bad frontend rejected", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: Engine\nmetadata: {name: wh-e-0, namespace: %s}\n"+
+			"spec: {volumeName: wh, dataEngine: v1, desireState: stopped, frontend: scsi}\n", ns), "spec.frontend"},
+		{"engine accepted", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: Engine\nmetadata: {name: wh-e-0, namespace: %s}\n"+
+			"spec: {volumeName: wh, dataEngine: v1, desireState: stopped, frontend: nbd}\n", ns), ""},
+		{"replica bad data dir rejected", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: Replica\nmetadata: {name: wh-r-1, namespace: %s}\n"+
+			"spec: {volumeName: wh, dataEngine: v1, desireState: stopped, dataDirectoryName: ../etc}\n", ns), "spec.dataDirectoryName"},
+		{"replica accepted", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: Replica\nmetadata: {name: wh-r-1, namespace: %s}\n"+
+			"spec: {volumeName: wh, dataEngine: v1, desireState: stopped, dataDirectoryName: wh-0123abcd}\n", ns), ""},
+		{"bad cron rejected", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: RecurringJob\nmetadata: {name: wh-job, namespace: %s}\n"+
+			"spec: {task: snapshot, cron: '61 * * * *', retain: 2, concurrency: 1}\n", ns), "spec.cron"},
+		{"recurring job accepted", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: RecurringJob\nmetadata: {name: wh-job, namespace: %s}\n"+
+			"spec: {task: snapshot, cron: '*/5 * * * *', retain: 2, concurrency: 1}\n", ns), ""},
+		{"bad attacher type rejected", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: VolumeAttachment\nmetadata: {name: wh-va, namespace: %s}\n"+
+			"spec: {volume: wh-va, attachmentTickets: {t1: {id: t1, type: me, nodeID: n1}}}\n", ns), "spec.attachmentTickets[t1].type"},
+		{"volume attachment accepted", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: VolumeAttachment\nmetadata: {name: wh-va, namespace: %s}\n"+
+			"spec: {volume: wh-va, attachmentTickets: {longhorn-api-t1: {id: longhorn-api-t1, type: longhorn-api, nodeID: n1}}}\n", ns), ""},
+	}
+	for _, tc := range cases {
+		out, err := c.kubectl(tc.manifest, "apply", "-f", "-")
+		switch {
+		case tc.wantField == "" && err != nil:
+			t.Errorf("%s: rejected: %s", tc.name, out)
+		case tc.wantField != "" && err == nil:
+			t.Errorf("%s: accepted, want a rejection naming %s", tc.name, tc.wantField)
+		case tc.wantField != "" && !strings.Contains(out, tc.wantField+":"):
+			// Either the webhook ("denied the request: FIELD: ...") or the
+			// CRD schema ("FIELD: Unsupported value ...") refuses it.
+			t.Errorf("%s: message does not name %s: %s", tc.name, tc.wantField, out)
+		}
+	}
+	// The accepted quantity was rounded up to bytes in a 2 MiB multiple.
+	if v := c.volume("wh-size"); v == nil || v.Spec.Size != 200<<20 || v.Spec.Image != image || v.Spec.NumberOfReplicas != 1 {
+		t.Errorf("wh-size stored as %+v", v)
+	}
+	if v := c.volume("wh-loc"); v == nil || v.Spec.NumberOfReplicas != 3 {
+		t.Errorf("numberOfReplicas 0 did not become default-replica-count 3: %+v", v)
+	}
+	for _, obj := range []string{"volumes.longhorn.io/wh-size", "volumes.longhorn.io/wh-rep", "volumes.longhorn.io/wh-loc",
+		"volumes.longhorn.io/" + long[:40], "engines.longhorn.io/wh-e-0", "replicas.longhorn.io/wh-r-1",
+		"recurringjobs.longhorn.io/wh-job", "volumeattachments.longhorn.io/wh-va", "nodes.longhorn.io/wh-node"} {
+		if out, err := c.kubectl("", "-n", ns, "delete", obj, "--wait=false"); err != nil {
+			t.Errorf("delete %s: %v %s", obj, err, out)
+		}
+	}
+	c.eventually("webhook test volumes deleted", 90*time.Second, func() (bool, string) {
+		vs, _ := c.lh.LonghornV1beta2().Volumes(ns).List(c.ctx, metav1.ListOptions{})
+		var left []string
+		for _, v := range vs.Items {
+			left = append(left, v.Name)
+		}
+		return len(left) == 0, strings.Join(left, ",")
+	})
+}
