@@ -8,7 +8,8 @@
 // TestMain brings the cluster up once for the package (name lhe2e, subnet
 // 10.99.16.0/24, services 10.99.17.0/24) and removes it at the end, also
 // when a test fails, when the -timeout is about to fire and on SIGINT or
-// SIGTERM. It runs only with LONGHORN_E2E=1 (`make e2e`); otherwise every
+// SIGTERM (with LONGHORN_E2E_KEEP=1 it reuses a running lhe2e cluster and
+// leaves it up, for working on a scenario). It runs only with LONGHORN_E2E=1 (`make e2e`); otherwise every
 // test is skipped. With LONGHORN_E2E=1 and LONGHORN_REQUIRE_TOOLS=1 a missing
 // prerequisite (root, control-plane binaries, client tools) fails the run.
 package e2e
@@ -90,8 +91,12 @@ func run(m *testing.M) int {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
 		return 1
 	}
-	// A run killed hard (SIGKILL) leaves its cluster: remove it first.
-	if err := cluster.Down(c, logf); err != nil {
+	keep := os.Getenv("LONGHORN_E2E_KEEP") == "1"
+	if keep {
+		// Developer mode: reuse a running lhe2e cluster and leave it up.
+		downOnce.Do(func() { logf("LONGHORN_E2E_KEEP=1: cluster %s stays up (make e2e-down removes it)", c.Name) })
+	} else if err := cluster.Down(c, logf); err != nil {
+		// A run killed hard (SIGKILL) leaves its cluster: remove it first.
 		fmt.Fprintln(os.Stderr, "e2e: removing a leftover cluster:", err)
 		return 1
 	}
@@ -223,7 +228,10 @@ func bringUp(c *cluster.Config) error {
 	if err := cluster.ApplyManifest(ctx, c, manifest, 4*time.Minute, logf); err != nil {
 		return fmt.Errorf("apply %s: %w", manifest, err)
 	}
-	return longhornReady(ctx, c)
+	if err := longhornReady(ctx, c); err != nil {
+		return err
+	}
+	return applyBaseSettings(ctx, c)
 }
 
 // guardTeardown tears the cluster down and exits when the test binary is

@@ -17,6 +17,7 @@ import (
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	lhclient "github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
 	"github.com/longhorn-go/longhorn/test/cluster"
+	"github.com/longhorn-go/longhorn/test/e2e/framework"
 )
 
 // lhNamespace is where deploy/longhorn.yaml installs Longhorn.
@@ -72,6 +73,36 @@ func longhornReady(ctx context.Context, c *cluster.Config) error {
 		return fmt.Errorf("longhorn not ready after %.0fs: missing %s: %w", time.Since(t0).Seconds(), strings.Join(missing, ", "), err)
 	}
 	logf("longhorn ready on %d nodes in %.1fs", c.Nodes, time.Since(t0).Seconds())
+	return nil
+}
+
+// baseSettings are set on the installed system the way a user does it
+// (`kubectl patch lhs`, here the same update through the API) before any
+// scenario runs. storage-minimal-available-percentage: build machines'
+// disks are often more than 75 % full, and Longhorn's default of 25 %
+// would leave every replica unscheduled (disk pressure).
+var baseSettings = map[string]string{
+	"storage-minimal-available-percentage": "5",
+}
+
+// applyBaseSettings waits for the settings to exist (the manager creates
+// them at start) and sets baseSettings.
+func applyBaseSettings(ctx context.Context, c *cluster.Config) error {
+	f, err := framework.Connect(ctx, c.KubeconfigPath())
+	if err != nil {
+		return err
+	}
+	for name, value := range baseSettings {
+		var last error
+		err := wait.PollUntilContextTimeout(ctx, time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+			last = f.SetSetting(ctx, name, value)
+			return last == nil, nil
+		})
+		if err != nil {
+			return fmt.Errorf("setting %s=%s: %w (%v)", name, value, err, last)
+		}
+		logf("setting %s=%s", name, value)
+	}
 	return nil
 }
 
