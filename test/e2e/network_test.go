@@ -215,11 +215,11 @@ func (e *testEnv) waitNodeBack(i int) {
 		}
 		time.Sleep(time.Second)
 	}
-	e.t.Logf("%s back (Ready, instance manager running) %.1fs after the link was restored", name, time.Since(t0).Seconds())
+	e.t.Logf("%s back (Ready, instance manager running, pods Ready) %.1fs after the link was restored", name, time.Since(t0).Seconds())
 }
 
-// nodeUsable reports whether the node is Ready in Kubernetes and Longhorn
-// and its instance manager is running.
+// nodeUsable reports whether the node is Ready in Kubernetes and Longhorn,
+// its instance manager is running and its Longhorn pods are Ready.
 func (e *testEnv) nodeUsable(name string) (bool, string) {
 	kn, err := e.f.Kube.CoreV1().Nodes().Get(e.ctx, name, metav1.GetOptions{})
 	if err != nil {
@@ -241,10 +241,23 @@ func (e *testEnv) nodeUsable(name string) (bool, string) {
 	if err != nil {
 		return false, err.Error()
 	}
+	running := false
 	for _, im := range ims.Items {
-		if im.Spec.NodeID == name && im.Status.CurrentState == longhorn.InstanceManagerStateRunning {
-			return true, ""
+		running = running || im.Spec.NodeID == name && im.Status.CurrentState == longhorn.InstanceManagerStateRunning
+	}
+	if !running {
+		return false, "no running instance manager on " + name
+	}
+	// The node lifecycle controller marked the node's pods Ready=False
+	// while it was cut off; its kubelet must report them Ready again.
+	pods, err := e.f.Kube.CoreV1().Pods(framework.Namespace).List(e.ctx, metav1.ListOptions{FieldSelector: "spec.nodeName=" + name})
+	if err != nil {
+		return false, err.Error()
+	}
+	for i := range pods.Items {
+		if p := &pods.Items[i]; p.DeletionTimestamp == nil && !podReady(p) {
+			return false, "pod " + p.Name + " not Ready"
 		}
 	}
-	return false, "no running instance manager on " + name
+	return true, ""
 }
