@@ -120,6 +120,7 @@ func qemuIO(t *testing.T, endpoint string, cmds ...string) string {
 func TestManagersOnThreeNodes(t *testing.T) {
 	c := newCluster(t)
 	t.Run("webhook", func(t *testing.T) { testWebhookRules(t, c) })
+	t.Run("chart configmaps", func(t *testing.T) { testChartConfigMaps(t, c) })
 	const vol = "example-volume"
 	start := time.Now()
 	out, err := c.kubectl("", "apply", "-f", filepath.Join(testenv.RepoRoot(), "examples", "volume.yaml"))
@@ -160,12 +161,15 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	if !strings.HasPrefix(endpoint, "nbd") {
 		t.Fatalf("engine endpoint %q", endpoint)
 	}
+	endpoint = c.hostEndpoint("n1", endpoint)
 	qemuIO(t, endpoint, "write -P 0x5a 0 4M", "write -P 0xa5 512M 1M")
 	qemuIO(t, endpoint, "read -P 0x5a 0 4M", "read -P 0xa5 512M 1M")
 
 	t.Run("replica failure and rebuild", func(t *testing.T) { testRebuild(t, c, vol, endpoint) })
+	t.Run("online expansion", func(t *testing.T) { testOnlineExpansion(t, c, vol, endpoint) })
 	t.Run("detach and delete", func(t *testing.T) { testDetachDelete(t, c, vol) })
 	t.Run("takeover", func(t *testing.T) { testTakeover(t, c) })
+	t.Run("kubernetes node down", func(t *testing.T) { testKubernetesNodeDown(t, c) })
 }
 
 func testRebuild(t *testing.T, c *cluster, vol, endpoint string) {
