@@ -200,8 +200,13 @@ func inspectFile(p *packages.Package, f *ast.File, needs map[string]Need) {
 		}
 		return true
 	})
-	// Typed clients passed on (as an argument, in a composite literal or
-	// returned) rather than called here: assume the usual verbs.
+	inspectEscapes(p, f, add)
+}
+
+// inspectEscapes adds the needs of typed clients passed on (as an argument,
+// in a composite literal or returned) rather than called in f: it assumes
+// the usual verbs.
+func inspectEscapes(p *packages.Package, f *ast.File, add func(Need, ast.Node)) {
 	escape := func(e ast.Expr) {
 		group, res, kind, ok := clientType(p.TypesInfo.TypeOf(e))
 		if !ok || kind != "client" {
