@@ -1,0 +1,180 @@
+package framework
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/longhorn-go/longhorn/test/cluster/nodeagent"
+	"github.com/longhorn-go/longhorn/types"
+)
+
+// ErrNoProcess is wrapped when a node's instance manager or an instance's
+// process cannot be found on this machine.
+var ErrNoProcess = errors.New("process not found")
+
+// InstanceManagerPod returns the running v1 instance-manager pod of node.
+func (c *Cluster) InstanceManagerPod(ctx context.Context, node string) (*corev1.Pod, error) {
+	pl, err := c.Kube.CoreV1().Pods(Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: types.LonghornLabelComponent + "=" + types.LonghornComponentInstanceManager,
+		FieldSelector: "spec.nodeName=" + node,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("instance-manager pods on %s: %w", node, err)
+	}
+	for i := range pl.Items {
+		p := &pl.Items[i]
+		if p.DeletionTimestamp == nil && p.Status.Phase == corev1.PodRunning {
+			return p, nil
+		}
+	}
+	return nil, fmt.Errorf("%w: no running instance-manager pod on node %s (%d pods)", ErrNoProcess, node, len(pl.Items))
+}
+
+// InstanceManagerPID returns the host PID of node's instance-manager
+// process (the container's main process), found through the pod's cgroup
+// (<cgroup2>/lhcluster-*/NODE/pods/UID, as the node agent makes it) or,
+// without cgroups, as the `longhorn instance-manager` process listening on
+// the pod IP.
+func (c *Cluster) InstanceManagerPID(ctx context.Context, node string) (int, error) {
+	pod, err := c.InstanceManagerPod(ctx, node)
+	if err != nil {
+		return 0, err
+	}
+	procs, err := readProcs()
+	if err != nil {
+		return 0, err
+	}
+	var inCgroup map[int]bool
+	if root := nodeagent.Cgroup2Root(); root != "" {
+		// One pod directory per UID; its container cgroups are below it.
+		matches, _ := filepath.Glob(filepath.Join(root, "lhcluster-*", node, "pods", string(pod.UID)))
+		for _, m := range matches {
+			pids, err := (&nodeagent.Cgroup{Path: m}).Procs()
+			if err != nil || len(pids) == 0 {
+				continue
+			}
+			inCgroup = map[int]bool{}
+			for _, p := range pids {
+				inCgroup[p] = true
+			}
+		}
+	}
+	pid, err := findInstanceManager(procs, inCgroup, pod.Status.PodIP)
+	if err != nil {
+		return 0, fmt.Errorf("node %s, pod %s: %w", node, pod.Name, err)
+	}
+	return pid, nil
+}
+
+// NodeExec runs argv inside node: in the mount and network namespaces of
+// the node's instance-manager container, where the engine's NBD sockets and
+// iSCSI portals are, nbdfuse/losetup/mount work, and node addresses are
+// local. It returns stdout; a failure returns an error with stderr.
+//
+// nsenter(1) from the host rather than `kubectl exec`: the demo and tests
+// already run as root on the machine that runs the local cluster (they
+// kill replica processes, which kubectl cannot), nsenter keeps exit codes
+// and binary stdin/stdout exact without the API server's streaming, and a
+// command can outlive the call (NodeStart) when it must keep a FUSE mount.
+func (c *Cluster) NodeExec(ctx context.Context, node string, stdin io.Reader, argv ...string) ([]byte, error) {
+	cmd, err := c.nodeCmd(ctx, node, argv)
+	if err != nil {
+		return nil, err
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		return stdout.Bytes(), fmt.Errorf("on %s: %s: %w\n%s", node, strings.Join(argv, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.Bytes(), nil
+}
+
+// NodeShell runs a /bin/sh script inside node (see NodeExec).
+func (c *Cluster) NodeShell(ctx context.Context, node, script string) ([]byte, error) {
+	return c.NodeExec(ctx, node, nil, "sh", "-c", script)
+}
+
+func (c *Cluster) nodeCmd(ctx context.Context, node string, argv []string) (*exec.Cmd, error) {
+	if len(argv) == 0 {
+		return nil, errors.New("node command: empty argv")
+	}
+	pid, err := c.InstanceManagerPID(ctx, node)
+	if err != nil {
+		return nil, err
+	}
+	args := append([]string{"-t", strconv.Itoa(pid), "-m", "-n", "--"}, argv...)
+	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
+	return cmd, nil
+}
+
+// NodeProcess is a long-running command started inside a node by NodeStart.
+type NodeProcess struct {
+	// PID is the host PID of the command (nsenter execs it in place).
+	PID  int
+	cmd  *exec.Cmd
+	done chan error
+}
+
+// NodeStart starts argv inside node (see NodeExec) in a session of its own,
+// with stdout and stderr appended to logPath (a host path), and returns at
+// once. Stop ends it.
+func (c *Cluster) NodeStart(ctx context.Context, node, logPath string, argv ...string) (*NodeProcess, error) {
+	cmd, err := c.nodeCmd(context.WithoutCancel(ctx), node, argv)
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("on %s: start %s: %w", node, strings.Join(argv, " "), err)
+	}
+	p := &NodeProcess{PID: cmd.Process.Pid, cmd: cmd, done: make(chan error, 1)}
+	go func() { p.done <- cmd.Wait() }()
+	return p, nil
+}
+
+// Exited reports whether the process has ended (without waiting).
+func (p *NodeProcess) Exited() bool {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return true
+	default:
+		return false
+	}
+}
+
+// Stop sends SIGTERM, then SIGKILL after grace, and waits for the exit.
+func (p *NodeProcess) Stop(grace time.Duration) {
+	if p.Exited() {
+		return
+	}
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-p.done:
+		p.done <- err
+	case <-time.After(grace):
+		_ = p.cmd.Process.Kill()
+		err := <-p.done
+		p.done <- err
+	}
+}
