@@ -207,3 +207,49 @@ func TestVolumeSnapshotConditions(t *testing.T) {
 		t.Fatalf("TooManySnapshots %+v with 2 snapshots, threshold 2", c)
 	}
 }
+
+// Offline expansion: a detached volume's new size goes to the engine and
+// every replica spec, so their processes start at the new size; online
+// expansion is left to the running engine (ExpansionRequired until its
+// current size catches up).
+func TestVolumeExpansionSizes(t *testing.T) {
+	f := newFixture(t, threeNodeObjects(newVolume("vol", 3))...)
+	for range 3 {
+		f.syncVolume("vol")
+	}
+	v := f.volume("vol")
+	v.Spec.Size = 2 << 30
+	f.updateVolume(v)
+	f.syncVolume("vol")
+	if e := f.engine("vol-e-0"); e.Spec.VolumeSize != 2<<30 {
+		t.Fatalf("engine size %d", e.Spec.VolumeSize)
+	}
+	for _, r := range f.replicas("vol") {
+		if r.Spec.VolumeSize != 2<<30 {
+			t.Fatalf("replica %s size %d", r.Name, r.Spec.VolumeSize)
+		}
+	}
+	if f.volume("vol").Status.ExpansionRequired {
+		t.Fatal("detached volume marked expansionRequired")
+	}
+
+	f, modes := attachedHealthy(t)
+	v = f.volume("vol")
+	v.Spec.Size = 2 << 30
+	f.updateVolume(v)
+	e := f.engine("vol-e-0")
+	e.Status.CurrentSize = 1 << 30
+	f.updateEngine(e)
+	f.syncVolume("vol")
+	if !f.volume("vol").Status.ExpansionRequired || f.engine("vol-e-0").Spec.VolumeSize != 2<<30 {
+		t.Fatal("attached volume: engine not asked to grow, or expansionRequired not set")
+	}
+	f.runEngine("vol-e-0", modes)
+	e = f.engine("vol-e-0")
+	e.Status.CurrentSize = 2 << 30
+	f.updateEngine(e)
+	f.syncVolume("vol")
+	if v := f.volume("vol"); v.Status.ExpansionRequired || v.Status.Robustness != longhorn.VolumeRobustnessHealthy {
+		t.Fatalf("after the engine grew: expansionRequired=%v robustness=%s", v.Status.ExpansionRequired, v.Status.Robustness)
+	}
+}

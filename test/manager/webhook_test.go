@@ -3,6 +3,7 @@ package manager_test
 import (
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,37 @@ kind: Node
 metadata: {name: wh-node, namespace: %s}
 spec: {name: wh-node, allowScheduling: false, tags: [%q], disks: {d1: {diskType: filesystem, path: %q, allowScheduling: false, storageReserved: 0, tags: []}}}
 `, ns, tag, path)
+}
+
+// objectKey is "kind/name" of a one-object manifest.
+func objectKey(manifest string) string {
+	kind, name := "", ""
+	for _, l := range strings.Split(manifest, "\n") {
+		if k, ok := strings.CutPrefix(l, "kind: "); ok {
+			kind = k
+		}
+		if m, ok := strings.CutPrefix(l, "metadata: {name: "); ok {
+			name, _, _ = strings.Cut(m, ",")
+		}
+	}
+	return kind + "/" + name
+}
+
+// checkAdmission applies one case with kubectl and checks the outcome.
+func (c *cluster) checkAdmission(t *testing.T, tc admissionCase) {
+	out, err := c.kubectl(tc.manifest, "apply", "-f", "-")
+	switch {
+	case tc.wantField == "" && err != nil:
+		t.Errorf("%s: rejected: %s", tc.name, out)
+	case tc.wantField != "" && err == nil:
+		t.Errorf("%s: accepted, want a rejection naming %s", tc.name, tc.wantField)
+	case tc.wantField != "" && !strings.Contains(out, tc.wantField+":"):
+		// Either the webhook ("denied the request: FIELD: ...") or the
+		// CRD schema ("FIELD: Unsupported value ...") refuses it.
+		t.Errorf("%s: message does not name %s: %s", tc.name, tc.wantField, out)
+	case tc.wantField != "" && !strings.Contains(out, tc.wantLimit):
+		t.Errorf("%s: message does not give the limit %q: %s", tc.name, tc.wantLimit, out)
+	}
 }
 
 func testWebhookRules(t *testing.T, c *cluster) {
@@ -79,21 +111,31 @@ func testWebhookRules(t *testing.T, c *cluster) {
 		{"volume attachment accepted", fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: VolumeAttachment\nmetadata: {name: wh-va, namespace: %s}\n"+
 			"spec: {volume: wh-va, attachmentTickets: {longhorn-api-t1: {id: longhorn-api-t1, type: longhorn-api, nodeID: n1}}}\n", ns), "", ""},
 	}
+	// Cases on the same object run in order; different objects in parallel
+	// (each kubectl takes about a second here).
+	groups := map[string][]admissionCase{}
+	var order []string
 	for _, tc := range cases {
-		out, err := c.kubectl(tc.manifest, "apply", "-f", "-")
-		switch {
-		case tc.wantField == "" && err != nil:
-			t.Errorf("%s: rejected: %s", tc.name, out)
-		case tc.wantField != "" && err == nil:
-			t.Errorf("%s: accepted, want a rejection naming %s", tc.name, tc.wantField)
-		case tc.wantField != "" && !strings.Contains(out, tc.wantField+":"):
-			// Either the webhook ("denied the request: FIELD: ...") or the
-			// CRD schema ("FIELD: Unsupported value ...") refuses it.
-			t.Errorf("%s: message does not name %s: %s", tc.name, tc.wantField, out)
-		case tc.wantField != "" && !strings.Contains(out, tc.wantLimit):
-			t.Errorf("%s: message does not give the limit %q: %s", tc.name, tc.wantLimit, out)
+		k := objectKey(tc.manifest)
+		if groups[k] == nil {
+			order = append(order, k)
 		}
+		groups[k] = append(groups[k], tc)
 	}
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, 4)
+	for _, k := range order {
+		wg.Add(1)
+		go func(group []admissionCase) {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			for _, tc := range group {
+				c.checkAdmission(t, tc)
+			}
+		}(groups[k])
+	}
+	wg.Wait()
 	// The accepted quantity was rounded up to bytes in a 2 MiB multiple.
 	if v := c.volume("wh-size"); v == nil || v.Spec.Size != 200<<20 || v.Spec.Image != image || v.Spec.NumberOfReplicas != 1 {
 		t.Errorf("wh-size stored as %+v", v)
