@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 
 // Client errors.
@@ -103,7 +105,7 @@ func Dial(ctx context.Context, network, addr string, opts Options) (*Client, err
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c.conns = append(c.conns, newClientConn(c, nc))
+		c.conns = append(c.conns, newClientConn(c, rawio.Wrap(nc)))
 	}
 	c.wg.Add(1)
 	go c.watch()
@@ -308,7 +310,7 @@ func (cc *clientConn) flushLocked() {
 		cc.queue = cc.spare[:0]
 		cc.mu.Unlock()
 		cc.wbuf = bufs
-		_, err := cc.wbuf.WriteTo(cc.nc)
+		_, err := rawio.Writev(cc.nc, &cc.wbuf)
 		cc.wbuf = nil
 		clear(bufs)
 		cc.mu.Lock()

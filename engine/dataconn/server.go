@@ -12,6 +12,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/longhorn-go/longhorn/engine/bufpool"
+	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 
 // Handler is what a data server serves: one replica's store. Offsets and
@@ -137,7 +138,8 @@ func (s *Server) Conns() int {
 // ServeConn serves one connection until the peer closes it, sends Close, or
 // breaks the protocol. It closes nc before returning.
 func (s *Server) ServeConn(nc net.Conn) {
-	sc := &serverConn{h: s.h, nc: nc, br: bufio.NewReaderSize(nc, serverReadBuffer)}
+	rc := rawio.Wrap(nc)
+	sc := &serverConn{h: s.h, nc: rc, br: bufio.NewReaderSize(rc, serverReadBuffer)}
 	err := sc.loop()
 	sc.release()
 	nc.Close()
@@ -288,7 +290,7 @@ func (c *serverConn) flush() error {
 		return nil
 	}
 	c.wbuf = c.out
-	_, err := c.wbuf.WriteTo(c.nc)
+	_, err := rawio.Writev(c.nc, &c.wbuf)
 	c.wbuf = nil
 	clear(c.out)
 	c.out = c.out[:0]

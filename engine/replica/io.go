@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/longhorn-go/longhorn/engine/rawio"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
@@ -102,7 +103,7 @@ func (s *Store) readLocked(p []byte, off int64) error {
 // preadFull reads len(b) bytes at off; bytes beyond the end of the file
 // (an older, smaller layer after an expansion) read as zeroes.
 func preadFull(f *os.File, b []byte, off int64) error {
-	n, err := f.ReadAt(b, off)
+	n, err := rawio.Pread(f, b, off)
 	if errors.Is(err, io.EOF) {
 		clear(b[n:])
 		return nil
@@ -131,7 +132,7 @@ func (s *Store) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	head := len(st.layers) - 1
-	n, err := st.layers[head].f.WriteAt(p, off)
+	n, err := rawio.Pwrite(st.layers[head].f, p, off)
 	// Mark the sectors regardless of err (as Longhorn): a failed write may
 	// still have allocated them in the head, and the index must agree with
 	// what a reopen would rebuild.

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 
 const (
@@ -43,13 +45,14 @@ type conn struct {
 }
 
 func newConn(t *Target, nc net.Conn) *conn {
+	if tc, ok := nc.(*net.TCPConn); ok {
+		tc.SetNoDelay(true)
+	}
+	nc = rawio.Wrap(nc)
 	c := &conn{t: t, nc: nc, tasks: map[uint32]*task{}}
 	c.log = t.log.WithField("remote", nc.RemoteAddr().String())
 	c.pr.r = bufio.NewReaderSize(nc, readBufferSize)
 	c.pr.maxData = loginMaxData
-	if tc, ok := nc.(*net.TCPConn); ok {
-		tc.SetNoDelay(true)
-	}
 	return c
 }
 
@@ -149,7 +152,7 @@ func (c *conn) login() (*session, error) {
 		}
 		out := encodeLoginResp(&r, &resp, tsih, statSN, r.cmdSN, r.cmdSN+cmdWindow-1)
 		statSN++
-		if _, err := (&net.Buffers{out[:], resp.text, zeroPad[:pad4(len(resp.text))]}).WriteTo(c.nc); err != nil {
+		if _, err := rawio.Writev(c.nc, &net.Buffers{out[:], resp.text, zeroPad[:pad4(len(resp.text))]}); err != nil {
 			return nil, err
 		}
 		if resp.status != loginSuccess {

@@ -6,6 +6,7 @@ import (
 	"sync"
 
 	"github.com/longhorn-go/longhorn/engine/frontend/iscsi/internal/bufpool"
+	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 
 // outPDU is one queued response. kind outDataIn expands to as many Data-In
@@ -252,7 +253,7 @@ func (w *writer) flush() error {
 		return nil
 	}
 	w.bufs = w.iov // WriteTo consumes w.bufs; a field does not escape per call
-	_, err := w.bufs.WriteTo(w.nc)
+	_, err := rawio.Writev(w.nc, &w.bufs)
 	w.bufs = nil
 	clear(w.iov)
 	w.iov = w.iov[:0]

@@ -14,6 +14,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/longhorn-go/longhorn/engine/frontend"
+	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 
 // knownCmdFlags are the command flags the protocol defines; any other bit is
@@ -355,7 +356,7 @@ func (c *conn) writeBatch(batch []reply) error {
 	}
 	c.iov = iov
 	w := iov // WriteTo consumes its receiver; keep c.iov's backing array
-	_, err := w.WriteTo(c.nc)
+	_, err := rawio.Writev(c.nc, &w)
 	for i := range iov {
 		iov[i] = nil
 	}

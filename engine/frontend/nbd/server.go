@@ -31,6 +31,7 @@ import (
 	"github.com/sirupsen/logrus"
 
 	"github.com/longhorn-go/longhorn/engine/frontend"
+	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 
 // Defaults of Config.
@@ -267,6 +268,7 @@ func (s *Server) acceptLoop(ln net.Listener) {
 
 // startConn registers a connection and serves it in its own goroutine.
 func (s *Server) startConn(nc net.Conn) {
+	nc = rawio.Wrap(nc)
 	c := &conn{
 		srv:    s,
 		nc:     nc,

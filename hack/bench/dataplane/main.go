@@ -33,12 +33,13 @@ import (
 )
 
 type options struct {
-	dir, targets, jobs, longhorn, jsonOut, cpuProfile string
-	replicaFlags, controllerFlags                     string
-	size                                              int64
-	duration, ramp                                    time.Duration
-	rounds                                            int
-	keep, strict, syscalls, revisionCounter           bool
+	dir, targets, jobs, longhorn, longhornAlt, jsonOut string
+	cpuProfile                                         string
+	replicaFlags, controllerFlags                      string
+	size                                               int64
+	duration, ramp                                     time.Duration
+	rounds                                             int
+	keep, strict, syscalls, revisionCounter            bool
 }
 
 func parseFlags() options {
@@ -50,6 +51,7 @@ func parseFlags() options {
 	flag.StringVar(&o.targets, "targets", "", "comma-separated row keys (default: every registered row)")
 	flag.StringVar(&o.jobs, "jobs", "", "comma-separated job names (default: all)")
 	flag.StringVar(&o.longhorn, "longhorn", "", "longhorn binary for the engine rows")
+	flag.StringVar(&o.longhornAlt, "longhorn-alt", "", "second longhorn binary for the A/B rows B and C (-targets a,b,B,c,C)")
 	flag.StringVar(&o.replicaFlags, "replica-flags", "", "extra flags for `longhorn engine replica` (space-separated), e.g. --disable-revision-counter")
 	flag.StringVar(&o.controllerFlags, "controller-flags", "", "extra flags for `longhorn engine controller` (space-separated)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write results as JSON to this file")
@@ -114,7 +116,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, Procs: &procs{dir: dir},
+	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, LonghornAlt: o.longhornAlt, Procs: &procs{dir: dir},
 		ReplicaFlags: strings.Fields(o.replicaFlags), ControllerFlags: strings.Fields(o.controllerFlags),
 		RevisionCounter: o.revisionCounter}
 	defer env.Procs.stopAll()
@@ -230,7 +232,13 @@ func benchDir(dir string, keep bool) (string, func(), error) {
 func selectTargets(spec string) ([]Target, error) {
 	all := sortedTargets()
 	if spec == "" {
-		return all, nil
+		var out []Target
+		for _, t := range all {
+			if !t.Optional {
+				out = append(out, t)
+			}
+		}
+		return out, nil
 	}
 	var out []Target
 	for _, k := range strings.Split(spec, ",") {

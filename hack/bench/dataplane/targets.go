@@ -34,6 +34,9 @@ type Target struct {
 	// Start prepares and starts the target; a returned error wrapping
 	// errUnavailable skips the row with its reason instead of failing the run.
 	Start func(ctx context.Context, env *Env) (*Endpoint, error)
+	// Optional rows run only when named in -targets (e.g. the A/B rows of
+	// -longhorn-alt).
+	Optional bool
 }
 
 // Endpoint tells fio how to reach a started target.
@@ -72,7 +75,11 @@ type Env struct {
 	Dir      string
 	Size     int64
 	Longhorn string
-	Procs    *procs
+	// LonghornAlt is a second longhorn binary for A/B rows (-longhorn-alt).
+	LonghornAlt string
+	// Tag prefixes the names of the processes a row starts ("alt-").
+	Tag   string
+	Procs *procs
 	// ReplicaFlags and ControllerFlags are appended to the engine commands
 	// (-replica-flags, -controller-flags), for experiments.
 	ReplicaFlags, ControllerFlags []string

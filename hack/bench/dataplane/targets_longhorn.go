@@ -27,6 +27,29 @@ func init() {
 		Baseline: "a", MinRead: 0.7, MinWrite: 0.7, Start: engineStarter(1)})
 	registerTarget(Target{Key: "c", Order: 40, Name: "longhorn engine, 3 replicas, NBD frontend",
 		Baseline: "a", MinRead: 0.5, MinWrite: 0.3, Start: engineStarter(3)})
+	// A/B rows: (b) and (c) with the -longhorn-alt binary, measured in the
+	// same run, so a change can be judged against the same machine load.
+	registerTarget(Target{Key: "B", Order: 31, Name: "(b) with the -longhorn-alt binary",
+		Baseline: "a", MinRead: 0.7, MinWrite: 0.7, Start: altEngine(1), Optional: true})
+	registerTarget(Target{Key: "C", Order: 41, Name: "(c) with the -longhorn-alt binary",
+		Baseline: "a", MinRead: 0.5, MinWrite: 0.3, Start: altEngine(3), Optional: true})
+}
+
+// altEngine is engineStarter(n) with the -longhorn-alt binary.
+func altEngine(n int) func(context.Context, *Env) (*Endpoint, error) {
+	return func(ctx context.Context, env *Env) (*Endpoint, error) {
+		if env.LonghornAlt == "" {
+			return nil, fmt.Errorf("%w: no -longhorn-alt binary", errUnavailable)
+		}
+		alt := *env
+		alt.Longhorn = env.LonghornAlt
+		alt.Tag = "alt-"
+		alt.Dir = filepath.Join(env.Dir, "alt")
+		if err := os.MkdirAll(alt.Dir, 0o755); err != nil {
+			return nil, err
+		}
+		return engineStarter(n)(ctx, &alt)
+	}
 }
 
 // fileBackend is a frontend.Backend on one preallocated file: pread, pwrite,
@@ -137,7 +160,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(port)
 			args := append([]string{"engine", "replica", dir, "--size", size, "--listen", addr}, env.engineFlags(env.ReplicaFlags)...)
-			p, err := env.Procs.start(fmt.Sprintf("engine%d-replica%d", n, i), env.Longhorn, args...)
+			p, err := env.Procs.start(fmt.Sprintf("%sengine%d-replica%d", env.Tag, n, i), env.Longhorn, args...)
 			if err != nil {
 				stop()
 				return nil, err
@@ -157,7 +180,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		sock := filepath.Join(env.Dir, fmt.Sprintf("engine%d.sock", n))
 		ctlArgs = append(ctlArgs, "--nbd-listen", "unix:"+sock, "--listen", "127.0.0.1:"+strconv.Itoa(ctlPort))
 		ctlArgs = append(ctlArgs, env.engineFlags(env.ControllerFlags)...)
-		ctl, err := env.Procs.start(fmt.Sprintf("engine%d-controller", n), env.Longhorn, ctlArgs...)
+		ctl, err := env.Procs.start(fmt.Sprintf("%sengine%d-controller", env.Tag, n), env.Longhorn, ctlArgs...)
 		if err != nil {
 			stop()
 			return nil, err
@@ -170,7 +193,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		}
 		ps := make([]Process, len(started))
 		for i, p := range started {
-			ps[i] = Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("engine%d-", n)), Pid: p.cmd.Process.Pid}
+			ps[i] = Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("%sengine%d-", env.Tag, n)), Pid: p.cmd.Process.Pid}
 		}
 		return &Endpoint{FioArgs: []string{"--ioengine=nbd", "--uri=" + uri}, Processes: ps, Stop: stop}, nil
 	}
