@@ -125,6 +125,19 @@ func isNodeDownReason(reason string) bool {
 	return false
 }
 
+// isInstanceDownReason reports whether a Ready=False reason means the
+// node's instances cannot be trusted: the Kubernetes node is gone or not
+// ready (Longhorn's IsNodeDownOrDeleted). A missing manager is not such a
+// reason (it only hands ownership over, isNodeDownReason): the node's
+// instance manager, engines and replicas run on without it.
+func isInstanceDownReason(reason string) bool {
+	switch reason {
+	case longhorn.NodeConditionReasonKubernetesNodeGone, longhorn.NodeConditionReasonKubernetesNodeNotReady:
+		return true
+	}
+	return false
+}
+
 // renewLease creates or renews this manager's lease once.
 func renewLease(ctx context.Context, kube kubernetes.Interface, namespace, node string, now time.Time) error {
 	leases := kube.CoordinationV1().Leases(namespace)

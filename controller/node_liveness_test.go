@@ -52,3 +52,43 @@ func TestLeaseHeartbeatReleasesOnStop(t *testing.T) {
 		t.Fatalf("release of a missing lease: %v", err)
 	}
 }
+
+// A node whose manager alone is missing hands its objects over
+// (isNodeDown) but its instances still run (isNodeDownOrDeleted is false):
+// its replicas are not failed and its instance manager is not unknown.
+// A gone or NotReady Kubernetes node is both.
+func TestNodeDownVersusManagerMissing(t *testing.T) {
+	node := func(name, reason string) *longhorn.Node {
+		st := longhorn.ConditionStatusFalse
+		if reason == "" {
+			st = longhorn.ConditionStatusTrue
+		}
+		return &longhorn.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS},
+			Status: longhorn.NodeStatus{Conditions: []longhorn.Condition{{Type: longhorn.NodeConditionTypeReady, Status: st, Reason: reason}}}}
+	}
+	f := newFixture(t,
+		node("ready", ""),
+		node("no-manager", longhorn.NodeConditionReasonManagerPodMissing),
+		node("not-ready", longhorn.NodeConditionReasonKubernetesNodeNotReady),
+		node("gone", longhorn.NodeConditionReasonKubernetesNodeGone),
+		node("pressure", longhorn.NodeConditionReasonKubernetesNodePressure))
+	cases := []struct {
+		name                 string
+		ownersMove, instDown bool
+	}{
+		{"ready", false, false},
+		{"no-manager", true, false},
+		{"not-ready", true, true},
+		{"gone", true, true},
+		{"pressure", false, false},
+		{"missing-lhn", true, true},
+	}
+	for _, tc := range cases {
+		if got := f.m.env.isNodeDown(f.ctx, tc.name); got != tc.ownersMove {
+			t.Errorf("%s: isNodeDown %v, want %v", tc.name, got, tc.ownersMove)
+		}
+		if got := f.m.env.isNodeDownOrDeleted(f.ctx, tc.name); got != tc.instDown {
+			t.Errorf("%s: isNodeDownOrDeleted %v, want %v", tc.name, got, tc.instDown)
+		}
+	}
+}

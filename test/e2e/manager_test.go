@@ -18,8 +18,9 @@ import (
 // deleted. Another node's manager marks Longhorn node node-1 not Ready
 // (ManagerPodMissing) and takes the volume over (ownerID changes); the
 // DaemonSet brings a new manager pod up on node-1, node-1 is Ready again
-// and gets its volume back. The volume stays attached and its data intact
-// throughout.
+// and gets its volume back. The volume stays attached, never degraded or
+// faulted (the data path does not depend on the manager), and its data
+// intact throughout.
 func TestManagerPodDeleted(t *testing.T) {
 	e := setup(t)
 	const vol = "e2e-owner"
@@ -46,6 +47,13 @@ func TestManagerPodDeleted(t *testing.T) {
 	}
 	if owners := rec.owners(); len(owners) < 2 {
 		t.Errorf("volume %s was never taken over by another manager: owners %v (history %s)", vol, owners, rec.history())
+	}
+	// Only the manager went away: the instance manager, engine and replicas
+	// ran on, so no replica may have failed and the volume never faulted.
+	for _, bad := range []longhorn.VolumeRobustness{longhorn.VolumeRobustnessFaulted, longhorn.VolumeRobustnessDegraded} {
+		if rec.sawRobustness(bad) {
+			t.Errorf("volume %s went %s while only its manager restarted: %s", vol, bad, rec.history())
+		}
 	}
 	t.Logf("lhn %s: %s; volume: %s", n1, nrec.history(), rec.history())
 	e.waitHealthy(vol, 2, rebuildTimeout)
