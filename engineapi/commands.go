@@ -3,6 +3,7 @@ package engineapi
 import (
 	"net"
 	"strconv"
+	"strings"
 )
 
 // ReplicaOptions describe a replica process:
@@ -57,7 +58,9 @@ type EngineOptions struct {
 }
 
 // EngineInstanceSpec returns the instance spec of an engine process. The
-// engine's gRPC address is then HOST:PortStart of the created instance.
+// engine's gRPC address is then HOST:PortStart of the created instance; with
+// frontend iscsi (and no --iscsi-listen in FrontendArgs) the iSCSI portal
+// is HOST:PortStart+1.
 func EngineInstanceSpec(o EngineOptions) InstanceSpec {
 	args := []string{"engine", "controller", o.VolumeName, "--size", strconv.FormatInt(o.Size, 10),
 		"--engine-instance-name", o.Name, "--frontend", o.Frontend}
@@ -66,10 +69,27 @@ func EngineInstanceSpec(o EngineOptions) InstanceSpec {
 		args = append(args, "--replica", r)
 	}
 	args = append(args, o.ExtraArgs...)
-	return InstanceSpec{
+	spec := InstanceSpec{
 		Name: o.Name, Type: InstanceTypeEngine, VolumeName: o.VolumeName, Binary: o.Binary, Args: args,
 		PortCount: EnginePortCount, PortArgs: []string{"--listen," + o.ListenHost + ":"},
 	}
+	if o.Frontend == "iscsi" && !hasFlag(o.FrontendArgs, "--iscsi-listen") {
+		// Each engine serves its own iSCSI target: one well-known port per
+		// node (3260) would let only one iSCSI volume attach per node, so
+		// the portal gets the instance's second allocated port.
+		spec.PortCount = EnginePortCount + 1
+		spec.PortArgs = append(spec.PortArgs, "--iscsi-listen,"+o.ListenHost+":")
+	}
+	return spec
+}
+
+func hasFlag(args []string, flag string) bool {
+	for _, a := range args {
+		if a == flag || strings.HasPrefix(a, flag+"=") {
+			return true
+		}
+	}
+	return false
 }
 
 // ReplicaAddress is the engine-facing address of a replica instance that

@@ -172,6 +172,9 @@ type Replica struct {
 	Address string
 	// FailedAt is spec.failedAt (RFC 3339), "" for a replica never failed.
 	FailedAt string
+	// LastFailedAt is spec.lastFailedAt (RFC 3339): kept after a failed
+	// replica is reused for rebuilding, when FailedAt is cleared.
+	LastFailedAt string
 	// DataDir is the replica's directory on its node's disk.
 	DataDir string
 }
@@ -197,7 +200,7 @@ func (c *Cluster) Replicas(ctx context.Context, volume string) ([]Replica, error
 	out := make([]Replica, 0, len(rs.Items))
 	for _, r := range rs.Items {
 		rep := Replica{Name: r.Name, Node: r.Spec.NodeID, State: r.Status.CurrentState, Mode: modes[r.Name],
-			FailedAt: r.Spec.FailedAt, DataDir: r.Spec.DiskPath + "/replicas/" + r.Spec.DataDirectoryName}
+			FailedAt: r.Spec.FailedAt, LastFailedAt: r.Spec.LastFailedAt, DataDir: r.Spec.DiskPath + "/replicas/" + r.Spec.DataDirectoryName}
 		if r.Status.StorageIP != "" && r.Status.Port != 0 {
 			rep.Address = fmt.Sprintf("%s:%d", r.Status.StorageIP, r.Status.Port)
 		}

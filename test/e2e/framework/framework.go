@@ -70,6 +70,9 @@ func Connect(ctx context.Context, kubeconfig string) (*Cluster, error) {
 		return nil, fmt.Errorf("kubeconfig %s: %w", kubeconfig, err)
 	}
 	rc.QPS, rc.Burst = 50, 100
+	// The API server's warnings (e.g. on finalizer names) are for kubectl
+	// users; a program printing its own progress drops them.
+	rc.WarningHandler = rest.NoWarnings{}
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return nil, err
