@@ -60,6 +60,20 @@ func TestDecideNodeReady(t *testing.T) {
 	if d := leaseExpiresIn(lease(5*time.Second), t0); d != 10*time.Second {
 		t.Fatalf("leaseExpiresIn = %v", d)
 	}
+	// The node controller looks again when the NotReady grace ends.
+	for _, g := range []struct {
+		kn   *corev1.Node
+		want time.Duration
+	}{
+		{kubeNode(corev1.ConditionFalse, 4*time.Second), 11 * time.Second},
+		{kubeNode(corev1.ConditionFalse, 15*time.Second), 0},
+		{kubeNode(corev1.ConditionTrue, time.Second), 0},
+		{nil, 0},
+	} {
+		if d := notReadyGraceLeft(g.kn, t0); d != g.want {
+			t.Errorf("notReadyGraceLeft = %v, want %v", d, g.want)
+		}
+	}
 }
 
 func diskNode(disks map[string]longhorn.DiskSpec) *longhorn.Node {

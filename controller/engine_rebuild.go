@@ -132,25 +132,38 @@ func (c *EngineController) replicaAddRequest(ctx context.Context, e *longhorn.En
 		CurrentSize: e.Status.CurrentSize, FastSync: fast, ConcurrentSyncLimit: int32(limit)}
 }
 
-// rebuildAllowed checks concurrent-replica-rebuild-per-node-limit: the
-// number of WO replicas on node across every engine must stay below it (0
-// disables rebuilding).
+// rebuildAllowed checks concurrent-replica-rebuild-per-node-limit for a
+// replica on node (Longhorn counts rebuilding replicas per node across every
+// volume).
 func (c *EngineController) rebuildAllowed(ctx context.Context, node string) bool {
 	limit, err := c.ds.GetSettingAsInt(ctx, types.SettingNameConcurrentReplicaRebuildPerNodeLimit)
-	if err != nil || limit <= 0 {
+	if err != nil {
 		return false
 	}
 	engines, err := c.ds.ListEnginesRO(ctx, nil)
 	if err != nil {
 		return false
 	}
+	return rebuildUnderLimit(engines, func(replica string) string {
+		if r, err := c.ds.GetReplicaRO(ctx, replica); err == nil {
+			return r.Spec.NodeID
+		}
+		return ""
+	}, node, limit)
+}
+
+// rebuildUnderLimit reports whether one more replica on node may start
+// rebuilding: the WO (rebuilding) replicas on node, over every engine, must
+// number fewer than limit; a limit of 0 or less disables rebuilding.
+// nodeOf maps a replica name to its node ("" when unknown).
+func rebuildUnderLimit(engines []*longhorn.Engine, nodeOf func(replica string) string, node string, limit int64) bool {
+	if limit <= 0 {
+		return false
+	}
 	var n int64
 	for _, e := range engines {
 		for rname, mode := range e.Status.ReplicaModeMap {
-			if mode != longhorn.ReplicaModeWO {
-				continue
-			}
-			if r, err := c.ds.GetReplicaRO(ctx, rname); err == nil && r.Spec.NodeID == node {
+			if mode == longhorn.ReplicaModeWO && nodeOf(rname) == node {
 				n++
 			}
 		}

@@ -13,6 +13,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
 
@@ -53,7 +54,9 @@ type env struct {
 	pods       corelisters.PodLister
 	leases     coordlisters.LeaseLister
 	configMaps corelisters.ConfigMapLister
-	synced     []cache.InformerSynced
+	// storageClasses is cluster-wide (the default StorageClass).
+	storageClasses storagelisters.StorageClassLister
+	synced         []cache.InformerSynced
 
 	kubeFactory informers.SharedInformerFactory
 	nsFactory   informers.SharedInformerFactory
@@ -90,14 +93,16 @@ func New(opts Options, kube kubernetes.Interface, ds *datastore.DataStore, api *
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events(opts.Namespace)})
 	e := &env{
 		opts: opts, ds: ds, kube: kube, api: api,
-		recorder:   b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "longhorn-manager", Host: opts.NodeName}),
-		kubeNodes:  kf.Core().V1().Nodes().Lister(),
-		pods:       nf.Core().V1().Pods().Lister(),
-		leases:     nf.Coordination().V1().Leases().Lister(),
-		configMaps: nf.Core().V1().ConfigMaps().Lister(),
+		recorder:       b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "longhorn-manager", Host: opts.NodeName}),
+		kubeNodes:      kf.Core().V1().Nodes().Lister(),
+		pods:           nf.Core().V1().Pods().Lister(),
+		leases:         nf.Coordination().V1().Leases().Lister(),
+		configMaps:     nf.Core().V1().ConfigMaps().Lister(),
+		storageClasses: kf.Storage().V1().StorageClasses().Lister(),
 		synced: []cache.InformerSynced{
 			kf.Core().V1().Nodes().Informer().HasSynced, nf.Core().V1().Pods().Informer().HasSynced,
 			nf.Coordination().V1().Leases().Informer().HasSynced, nf.Core().V1().ConfigMaps().Informer().HasSynced,
+			kf.Storage().V1().StorageClasses().Informer().HasSynced,
 		},
 		kubeFactory: kf, nsFactory: nf,
 	}
@@ -116,6 +121,7 @@ func newControllers(e *env) ([]runner, error) {
 	builders := []func(*env) (runner, error){
 		newSettingController, newNodeController, newInstanceManagerController,
 		newVolumeController, newVolumeAttachmentController, newEngineController, newReplicaController,
+		newKubernetesConfigMapController,
 	}
 	for _, b := range builders {
 		c, err := b(e)

@@ -116,6 +116,9 @@ func (c *NodeController) syncNode(ctx context.Context, key string) (Result, erro
 	if d := leaseExpiresIn(lease, c.now()); d > 0 {
 		res = After(d + time.Second)
 	}
+	if d := notReadyGraceLeft(kn, c.now()); d > 0 && (res.RequeueAfter == 0 || d < res.RequeueAfter) {
+		res = After(d + 100*time.Millisecond)
+	}
 	if own {
 		if err := c.reconcileDisks(ctx, next); err != nil {
 			return Done, err

@@ -72,6 +72,23 @@ func decideNodeReady(kn *corev1.Node, lease *coordinationv1.Lease, now time.Time
 	return nodeReadiness{Status: longhorn.ConditionStatusTrue}
 }
 
+// notReadyGraceLeft is how long until a Kubernetes Node that turned
+// NotReady less than kubeletNotReadyGrace ago counts as down (0 when it is
+// Ready, gone, or already past the grace).
+func notReadyGraceLeft(kn *corev1.Node, now time.Time) time.Duration {
+	if kn == nil {
+		return 0
+	}
+	for _, c := range kn.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status != corev1.ConditionTrue {
+			if left := kubeletNotReadyGrace - now.Sub(c.LastTransitionTime.Time); left > 0 {
+				return left
+			}
+		}
+	}
+	return 0
+}
+
 // leaseFresh reports whether the lease was renewed within its duration.
 func leaseFresh(l *coordinationv1.Lease, now time.Time) bool {
 	if l == nil || l.Spec.RenewTime == nil {

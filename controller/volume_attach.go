@@ -39,6 +39,7 @@ func (s *volumeSnapshot) observeAttach() lifecycle.VolumeObserved {
 	if o.Engine == lifecycle.InstanceRunning && o.Startable == 0 {
 		o.Engine = lifecycle.InstanceError
 	}
+	o.FrontendPending = engineFrontend(s.engRO) != "" && s.engRO.Status.Endpoint == ""
 	return o
 }
 

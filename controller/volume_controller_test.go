@@ -37,6 +37,9 @@ func (f *fixture) runEngine(name string, modes map[string]longhorn.ReplicaMode) 
 	e := f.engine(name)
 	e.Status.CurrentState, e.Status.IP, e.Status.Port, e.Status.Started = longhorn.InstanceStateRunning, "10.0.0.1", 10100, true
 	e.Status.ReplicaModeMap = modes
+	if engineFrontend(e) != "" {
+		e.Status.Endpoint = "nbd://10.0.0.1:10100"
+	}
 	f.updateEngine(e)
 }
 
@@ -94,6 +97,17 @@ func TestVolumeLifecycleOneSyncAtATime(t *testing.T) {
 		modes[n] = longhorn.ReplicaModeRW
 	}
 	f.runEngine("vol-e-0", modes)
+	e = f.engine("vol-e-0")
+	endpoint := e.Status.Endpoint
+	e.Status.Endpoint = "" // the monitor has not polled the engine yet
+	f.updateEngine(e)
+	f.syncVolume("vol")
+	if v := f.volume("vol"); endpoint != "" && v.Status.State != longhorn.VolumeStateAttaching {
+		t.Fatalf("state %s before the engine reported its endpoint, want attaching", v.Status.State)
+	}
+	e = f.engine("vol-e-0")
+	e.Status.Endpoint = endpoint
+	f.updateEngine(e)
 	f.syncVolume("vol")
 	f.syncVolume("vol")
 	v = f.volume("vol")

@@ -16,8 +16,8 @@ const schedulingRetry = 30 * time.Second
 
 // reconcileScheduling places every unscheduled replica with the scheduler
 // and sets the Scheduled condition: True when every replica has a disk,
-// False with reason ReplicaSchedulingFailure and the scheduler's summary
-// otherwise.
+// False with reason ReplicaSchedulingFailure and the scheduler's message
+// (Longhorn's codes, then why each candidate was rejected) otherwise.
 func (c *VolumeController) reconcileScheduling(_ context.Context, s *volumeSnapshot) error {
 	var failed scheduler.Reasons
 	for _, r := range s.sortedReplicas() {
@@ -37,7 +37,7 @@ func (c *VolumeController) reconcileScheduling(_ context.Context, s *volumeSnaps
 	}
 	if len(failed) > 0 {
 		s.vol.Status.Conditions = setCond(s.vol.Status.Conditions, longhorn.VolumeConditionTypeScheduled, false,
-			longhorn.VolumeConditionReasonReplicaSchedulingFailure, failed.Summary(), s.nowString())
+			longhorn.VolumeConditionReasonReplicaSchedulingFailure, failed.Message(), s.nowString())
 		s.waitAtMost(schedulingRetry)
 		return nil
 	}

@@ -1,6 +1,10 @@
 package scheduler
 
-import "testing"
+import (
+	"slices"
+	"strings"
+	"testing"
+)
 
 const gib = int64(1) << 30
 
@@ -176,5 +180,47 @@ func TestBalanceScore(t *testing.T) {
 	}
 	if s := BalanceScore(nil); s < 1e300 {
 		t.Errorf("empty must score worst, got %v", s)
+	}
+}
+
+// TestScheduleCapacityBoundaries runs the capacity boundaries through
+// Schedule (not only the formula): a 10 GiB replica on one 100 GiB disk that
+// already has `scheduled` GiB provisioned, at each over-provisioning
+// percentage, and a disk whose free space sits exactly at, or one byte
+// above, the minimal-available line. A refusal says why, with the numbers.
+func TestScheduleCapacityBoundaries(t *testing.T) {
+	cases := []struct {
+		name      string
+		overPct   int64
+		scheduled int64 // GiB already provisioned on the disk
+		available int64 // bytes free
+		ok        bool
+		detail    string
+	}{
+		{"100%: fills the disk exactly", 100, 90, 100 * gib, true, ""},
+		{"100%: one GiB too much", 100, 91, 100 * gib, false, "exceeds the limit"},
+		{"150%: fills 150 GiB exactly", 150, 140, 100 * gib, true, ""},
+		{"150%: one GiB too much", 150, 141, 100 * gib, false, "(150% of maximum"},
+		{"200%: fills 200 GiB exactly", 200, 190, 100 * gib, true, ""},
+		{"200%: one GiB too much", 200, 191, 100 * gib, false, "(200% of maximum"},
+		{"free space exactly at the 25% line", 100, 0, 25 * gib, false, "not above the minimal available"},
+		{"free space one byte above the line", 100, 0, 25*gib + 1, true, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			d := disk("d1", 100)
+			d.StorageScheduled, d.StorageAvailable = tc.scheduled*gib, tc.available
+			s := defaultSettings()
+			s.OverProvisioningPercentage = tc.overPct
+			v := vol()
+			got, ok, rs := Schedule(Input{Volume: v, Nodes: []Node{node("n1", "", d)}, Settings: s, Now: now,
+				Replica: Replica{Name: "new", VolumeSize: v.Size, Active: true}})
+			if ok != tc.ok {
+				t.Fatalf("scheduled=%v (%+v), want %v; reasons %v", ok, got, tc.ok, rs)
+			}
+			if !ok && (!slices.Contains(rs.Codes(), ReasonInsufficientStorage) || !strings.Contains(rs.Message(), tc.detail)) {
+				t.Fatalf("message %q lacks %s / %q", rs.Message(), ReasonInsufficientStorage, tc.detail)
+			}
+		})
 	}
 }

@@ -1,7 +1,9 @@
 package scheduler
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 )
@@ -182,6 +184,20 @@ func TestReasonsSummary(t *testing.T) {
 	}
 	if s := (Reason{Node: "n1", Disk: "d1", Code: "c", Detail: "d"}).String(); s != "n1/d1: c: d" {
 		t.Fatalf("String = %q", s)
+	}
+	want := "insufficient storage;tags not fulfilled (tags not fulfilled: x; insufficient storage: y; tags not fulfilled: z)"
+	if got := append(rs, rs[0]).Message(); got != want {
+		t.Fatalf("Message = %q, want %q (duplicates dropped)", got, want)
+	}
+	var many Reasons
+	for i := range MaxMessageDetails + 3 {
+		many = append(many, Reason{Node: fmt.Sprintf("n%d", i), Code: ReasonNodeUnavailable, Detail: "down"})
+	}
+	if got := many.Message(); !strings.HasSuffix(got, "n5: nodes are unavailable: down; and 3 more)") {
+		t.Fatalf("Message = %q", got)
+	}
+	if got := (Reasons{}).Message(); got != "" {
+		t.Fatalf("empty Message = %q", got)
 	}
 }
 

@@ -15,6 +15,7 @@
 package scheduler
 
 import (
+	"fmt"
 	"sort"
 	"strings"
 	"time"
@@ -272,6 +273,35 @@ func (rs Reasons) Codes() []string {
 // Summary joins the distinct codes with ";" as Longhorn's multierr Join does;
 // this is the message of the volume's Scheduled=False condition.
 func (rs Reasons) Summary() string { return strings.Join(rs.Codes(), ";") }
+
+// MaxMessageDetails is how many distinct rejections Message lists.
+const MaxMessageDetails = 6
+
+// Message is the Scheduled=False condition message: the Summary (Longhorn's
+// text, so anything matching it still matches) followed by the distinct
+// rejections, "node/disk: code: detail", in order, at most
+// MaxMessageDetails of them and then how many more there were. Example:
+//
+//	insufficient storage (n1/d1: insufficient storage: provisioned space: size ... exceeds the limit ...)
+func (rs Reasons) Message() string {
+	seen := map[string]bool{}
+	var details []string
+	for _, r := range rs {
+		if s := r.String(); !seen[s] {
+			seen[s] = true
+			details = append(details, s)
+		}
+	}
+	if len(details) == 0 {
+		return rs.Summary()
+	}
+	more := ""
+	if len(details) > MaxMessageDetails {
+		more = fmt.Sprintf("; and %d more", len(details)-MaxMessageDetails)
+		details = details[:MaxMessageDetails]
+	}
+	return rs.Summary() + " (" + strings.Join(details, "; ") + more + ")"
+}
 
 // Decision is where a replica goes.
 type Decision struct {

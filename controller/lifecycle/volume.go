@@ -27,6 +27,9 @@ type VolumeObserved struct {
 	CurrentNode string
 	// Engine is the engine's status.currentState ("" = no engine).
 	Engine InstanceState
+	// FrontendPending: the engine runs with a frontend (nbd, iscsi) whose
+	// endpoint it has not reported yet; the volume is not usable until then.
+	FrontendPending bool
 	// Startable counts replicas that are scheduled and not failed;
 	// StartableRunning counts those whose process runs.
 	Startable        int
@@ -80,6 +83,7 @@ func init() {
 //	detached   desired node set, at least one startable        -> attaching  set-current-node, start-replicas
 //	detached   otherwise                                       -> detached   stop-engine, stop-replicas
 //	attaching  desired node cleared or changed                 -> detaching  stop-engine
+//	attaching  engine running, frontend endpoint not reported  -> attaching
 //	attaching  engine running                                  -> attached
 //	attaching  every startable replica running                 -> attaching  start-engine
 //	attaching  otherwise                                       -> attaching  start-replicas
@@ -121,6 +125,8 @@ func stepVolumeAttaching(o VolumeObserved) (VolumeState, []VolumeAction) {
 	switch {
 	case o.DesiredNode == "" || o.DesiredNode != o.CurrentNode:
 		return VolumeDetaching, []VolumeAction{ActionStopEngine}
+	case o.Engine == InstanceRunning && o.FrontendPending:
+		return VolumeAttaching, nil
 	case o.Engine == InstanceRunning:
 		return VolumeAttached, nil
 	case o.Startable > 0 && o.StartableRunning == o.Startable:

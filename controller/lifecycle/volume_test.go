@@ -29,6 +29,9 @@ func TestNextVolume(t *testing.T) {
 			VolumeAttaching, []VolumeAction{ActionStartReplicas}},
 		{"replicas up: start engine", VolumeAttaching, with(func(o *VolumeObserved) { o.StartableRunning = 3 }),
 			VolumeAttaching, []VolumeAction{ActionStartEngine}},
+		{"engine up, endpoint not reported yet", VolumeAttaching, with(func(o *VolumeObserved) {
+			o.StartableRunning, o.Engine, o.FrontendPending = 3, InstanceRunning, true
+		}), VolumeAttaching, nil},
 		{"engine up", VolumeAttaching, with(func(o *VolumeObserved) { o.StartableRunning, o.Engine = 3, InstanceRunning }), VolumeAttached, nil},
 		{"detach while attaching", VolumeAttaching, with(func(o *VolumeObserved) { o.DesiredNode = "" }), VolumeDetaching, []VolumeAction{ActionStopEngine}},
 		{"attached steady", VolumeAttached, with(func(o *VolumeObserved) { o.Engine = InstanceRunning }), VolumeAttached, []VolumeAction{ActionStartReplicas}},

@@ -103,7 +103,16 @@ func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode) *podProc {
 		return nil
 	}
 	defer log.Close()
-	cmd := exec.Command(c.binary, args...)
+	// Like the pod's own mount namespace: the node's /var/run/longhorn
+	// (engine NBD sockets) is its own directory, so engines of volumes with
+	// the same name on other nodes or in other tests never share a socket.
+	run := c.nodeRunDir(n)
+	if err := os.MkdirAll(run, 0o755); err != nil {
+		c.t.Errorf("pod %s: %v", pod.Name, err)
+		return nil
+	}
+	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c",
+		`mkdir -p ` + podRunDir + ` && mount --bind "$0" ` + podRunDir + ` && exec "$@"`, run, c.binary}, args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -113,6 +122,19 @@ func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode) *podProc {
 	p := &podProc{cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p
+}
+
+// podRunDir is where engines put their NBD sockets
+// (engine/frontend/nbd DefaultSocketDir's parent).
+const podRunDir = "/var/run/longhorn"
+
+// nodeRunDir is the host directory node n's pods see as podRunDir.
+func (c *cluster) nodeRunDir(n *simNode) string { return filepath.Join(c.dir, n.name, "run") }
+
+// hostEndpoint turns an engine endpoint on node into one this process can
+// open: a unix socket under podRunDir moves to the node's directory.
+func (c *cluster) hostEndpoint(node, endpoint string) string {
+	return strings.Replace(endpoint, "socket="+podRunDir+"/", "socket="+c.nodeRunDir(c.node(node))+"/", 1)
 }
 
 func (c *cluster) setPodStatus(pod *corev1.Pod, phase corev1.PodPhase, ip string) {

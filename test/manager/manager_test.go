@@ -79,6 +79,14 @@ func (c *cluster) waitState(volume string, state longhorn.VolumeState, robustnes
 	})
 }
 
+// pids returns this test's processes whose command line contains every
+// part: engines and replicas of other clusters on this machine may have the
+// same volume and replica names, but not this run's node addresses.
+func (c *cluster) pids(parts ...string) []int {
+	base := c.nodes[0].ip[:strings.LastIndex(c.nodes[0].ip, ".")+1]
+	return pids(append(parts, base)...)
+}
+
 // pids returns the processes whose command line contains every part.
 func pids(parts ...string) []int {
 	entries, _ := os.ReadDir("/proc")
@@ -120,6 +128,7 @@ func qemuIO(t *testing.T, endpoint string, cmds ...string) string {
 func TestManagersOnThreeNodes(t *testing.T) {
 	c := newCluster(t)
 	t.Run("webhook", func(t *testing.T) { testWebhookRules(t, c) })
+	t.Run("chart configmaps", func(t *testing.T) { testChartConfigMaps(t, c) })
 	const vol = "example-volume"
 	start := time.Now()
 	out, err := c.kubectl("", "apply", "-f", filepath.Join(testenv.RepoRoot(), "examples", "volume.yaml"))
@@ -149,7 +158,7 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	t.Logf("MEASURE attach ticket->attached healthy: %v", time.Since(start).Round(time.Millisecond))
 	running := 0
 	for _, r := range c.replicasOf(vol) {
-		if r.Status.CurrentState == longhorn.InstanceStateRunning && len(pids("engine replica", r.Spec.DataDirectoryName)) == 1 {
+		if r.Status.CurrentState == longhorn.InstanceStateRunning && len(c.pids("engine replica", r.Spec.DataDirectoryName)) == 1 {
 			running++
 		}
 	}
@@ -160,12 +169,15 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	if !strings.HasPrefix(endpoint, "nbd") {
 		t.Fatalf("engine endpoint %q", endpoint)
 	}
+	endpoint = c.hostEndpoint("n1", endpoint)
 	qemuIO(t, endpoint, "write -P 0x5a 0 4M", "write -P 0xa5 512M 1M")
 	qemuIO(t, endpoint, "read -P 0x5a 0 4M", "read -P 0xa5 512M 1M")
 
 	t.Run("replica failure and rebuild", func(t *testing.T) { testRebuild(t, c, vol, endpoint) })
+	t.Run("online expansion", func(t *testing.T) { testOnlineExpansion(t, c, vol, endpoint) })
 	t.Run("detach and delete", func(t *testing.T) { testDetachDelete(t, c, vol) })
 	t.Run("takeover", func(t *testing.T) { testTakeover(t, c) })
+	t.Run("kubernetes node down", func(t *testing.T) { testKubernetesNodeDown(t, c) })
 }
 
 func testRebuild(t *testing.T, c *cluster, vol, endpoint string) {
@@ -175,7 +187,7 @@ func testRebuild(t *testing.T, c *cluster, vol, endpoint string) {
 			victim = r
 		}
 	}
-	ps := pids("engine replica", victim.Spec.DataDirectoryName)
+	ps := c.pids("engine replica", victim.Spec.DataDirectoryName)
 	if len(ps) != 1 {
 		t.Fatalf("replica %s processes %v", victim.Name, ps)
 	}
@@ -200,7 +212,7 @@ func testRebuild(t *testing.T, c *cluster, vol, endpoint string) {
 		}
 		onN3 := false
 		for _, r := range c.replicasOf(vol) {
-			p := pids("engine replica", r.Spec.DataDirectoryName)
+			p := c.pids("engine replica", r.Spec.DataDirectoryName)
 			if r.Spec.NodeID == "n3" && r.Spec.FailedAt == "" && len(p) == 1 && p[0] != ps[0] &&
 				e.Status.ReplicaModeMap[r.Name] == longhorn.ReplicaModeRW {
 				onN3 = true
@@ -230,7 +242,7 @@ func testDetachDelete(t *testing.T, c *cluster, vol string) {
 	c.waitState(vol, longhorn.VolumeStateDetached, "", 60*time.Second)
 	t.Logf("MEASURE detach: %v", time.Since(start).Round(time.Millisecond))
 	c.eventually("no engine or replica process of the volume", 30*time.Second, func() (bool, string) {
-		p := pids("engine", vol)
+		p := c.pids("engine", vol)
 		return len(p) == 0, fmt.Sprint(p)
 	})
 	if out, err := c.kubectl("", "-n", ns, "delete", "volumes.longhorn.io", vol, "--wait=false"); err != nil {
@@ -252,7 +264,7 @@ func testDetachDelete(t *testing.T, c *cluster, vol string) {
 			t.Errorf("replica port %s still listening", a)
 		}
 	}
-	if p := pids("engine", vol); len(p) != 0 {
+	if p := c.pids("engine", vol); len(p) != 0 {
 		t.Errorf("processes left: %v", p)
 	}
 }
