@@ -106,3 +106,34 @@ func TestNodeControllerCreatesOwnNodeAndMeasuresDisks(t *testing.T) {
 		t.Fatalf("n2 Ready %+v", c)
 	}
 }
+
+// With create-default-disk-labeled-nodes on, only a Kubernetes node labeled
+// node.longhorn.io/create-default-disk=true gets the default disk.
+func TestNodeControllerDefaultDiskOnlyOnLabeledNodes(t *testing.T) {
+	for _, labeled := range []bool{false, true} {
+		t.Run(map[bool]string{false: "unlabeled", true: "labeled"}[labeled], func(t *testing.T) {
+			f := newFixture(t, setting(types.SettingNameDefaultDataPath, filepath.Join(t.TempDir(), "longhorn")),
+				setting(types.SettingNameCreateDefaultDiskLabeledNodes, "true"))
+			labels := map[string]string{}
+			if labeled {
+				labels[labelCreateDefaultDisk] = "true"
+			}
+			if _, err := f.kube.CoreV1().Nodes().Create(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Labels: labels}},
+				metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(5 * time.Second)
+			for fixtureController[*NodeController](f).kubeNode("n1") == nil && time.Now().Before(deadline) {
+				time.Sleep(5 * time.Millisecond)
+			}
+			f.syncNode("n1")
+			n, err := f.lh.LonghornV1beta2().Nodes(testNS).Get(f.ctx, "n1", metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(n.Spec.Disks); (got == 1) != labeled || got > 1 {
+				t.Fatalf("labeled=%v: %d disks", labeled, got)
+			}
+		})
+	}
+}

@@ -235,3 +235,42 @@ func TestReplicatorFlushReachesAll(t *testing.T) {
 		m.mu.Unlock()
 	}
 }
+
+// TestPickReader: with no read in flight the replica used last is kept (a
+// depth-1 reader stays on one replica); otherwise the RW replica with the
+// fewest reads in flight is chosen; WO and ERR replicas are never chosen.
+func TestPickReader(t *testing.T) {
+	var r replicator
+	bs := make([]*backend, 3)
+	for i := range bs {
+		bs[i] = &backend{addr: fmt.Sprintf("tcp://r%d:1", i)}
+		bs[i].mode.Store(int32(ModeRW))
+	}
+	if got := r.pickReader(nil); got != -1 {
+		t.Fatalf("no replicas: %d, want -1", got)
+	}
+	for i := 0; i < 5; i++ {
+		if got := r.pickReader(bs); got != 0 {
+			t.Fatalf("idle replicas, pick %d: %d, want 0 (sticky)", i, got)
+		}
+	}
+	bs[0].reads.Store(2)
+	bs[1].reads.Store(1)
+	bs[2].reads.Store(1)
+	if got := r.pickReader(bs); got != 1 {
+		t.Fatalf("loads 2,1,1: %d, want 1", got)
+	}
+	bs[1].reads.Store(3)
+	if got := r.pickReader(bs); got != 2 {
+		t.Fatalf("loads 2,3,1: %d, want 2", got)
+	}
+	bs[2].mode.Store(int32(ModeWO))
+	if got := r.pickReader(bs); got != 0 {
+		t.Fatalf("loads 2,3,WO: %d, want 0", got)
+	}
+	bs[0].mode.Store(int32(ModeERR))
+	bs[1].mode.Store(int32(ModeERR))
+	if got := r.pickReader(bs); got != -1 {
+		t.Fatalf("no RW replica: %d, want -1", got)
+	}
+}

@@ -54,17 +54,24 @@ func (d *demo) connect(ctx context.Context) (string, error) {
 // user does (`kubectl -n longhorn-system patch lhs ...`); baking a low value
 // into the install's default-setting ConfigMap would hide the decision.
 func (d *demo) settings(ctx context.Context) (string, error) {
-	cur, err := d.c.Setting(ctx, settingMinimalAvailable)
+	// On a fresh install the managers create the settings and the nodes
+	// report their disks a few seconds after their pods start.
+	var cur string
+	var disks []diskSpace
+	err := pollUntil(ctx, 2*time.Minute, func(ctx context.Context) (bool, error) {
+		var err error
+		if cur, err = d.c.Setting(ctx, settingMinimalAvailable); err != nil {
+			return false, nil
+		}
+		disks, err = d.disks(ctx)
+		return err == nil && len(disks) >= 3, nil
+	})
 	if err != nil {
-		return "", err
+		return "", fmt.Errorf("waiting for setting %s and 3 disks reported by the nodes (have %d): %w", settingMinimalAvailable, len(disks), err)
 	}
 	curPct, err := strconv.Atoi(cur)
 	if err != nil {
 		return "", fmt.Errorf("setting %s=%q: not an integer", settingMinimalAvailable, cur)
-	}
-	disks, err := d.disks(ctx)
-	if err != nil {
-		return "", err
 	}
 	// Two demo volumes: at most two 1 GiB replicas per disk.
 	pct, change, why, err := minimalAvailableFor(disks, 2<<30, curPct)
