@@ -19,7 +19,8 @@ type RobustnessObserved struct {
 	// HealthyRW counts replicas the engine lists as RW whose process runs.
 	HealthyRW int
 	// Usable counts replicas that have not failed (spec.failedAt unset) and
-	// have been healthy at least once or are new; Total counts all replicas.
+	// have been healthy at least once or are new; Total counts all replicas
+	// (the volume controller passes 0 while no replica was ever healthy).
 	Usable int
 	Total  int
 	// Want is spec.numberOfReplicas.
@@ -49,6 +50,7 @@ const (
 //
 //	volume / engine                         replicas               -> robustness
 //	attached, engine unknown                any                    -> unknown
+//	attached (engine running)               HealthyRW == 0, Total == 0 -> unknown
 //	attached (engine running)               HealthyRW == 0         -> faulted
 //	attached (engine running)               HealthyRW <  Want      -> degraded
 //	attached (engine running)               HealthyRW >= Want      -> healthy
@@ -85,6 +87,10 @@ func robustnessOf(o RobustnessObserved) Robustness {
 	}
 	switch {
 	case o.Engine == InstanceUnknown:
+		return RobustnessUnknown
+	case o.HealthyRW == 0 && o.Total == 0:
+		// First attach: the engine has not reported its replicas yet and
+		// none ever held data, so nothing failed (no Faulted event).
 		return RobustnessUnknown
 	case o.HealthyRW == 0:
 		return RobustnessFaulted

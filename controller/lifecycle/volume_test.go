@@ -81,6 +81,8 @@ func TestNextRobustness(t *testing.T) {
 		{"rebuilt", RobustnessDegraded, attached(InstanceRunning, 3), RobustnessHealthy, []RobustnessAction{ActionClearDegraded}},
 		{"all lost", RobustnessDegraded, attached(InstanceRunning, 0), RobustnessFaulted, []RobustnessAction{ActionEventFaulted, ActionConsiderSalvage}},
 		{"still faulted", RobustnessFaulted, attached(InstanceRunning, 0), RobustnessFaulted, []RobustnessAction{ActionConsiderSalvage}},
+		{"first attach, replicas not reported yet", RobustnessUnknown,
+			RobustnessObserved{State: VolumeAttached, Engine: InstanceRunning, Usable: 3, Total: 0, Want: 3}, RobustnessUnknown, nil},
 		{"engine node down", RobustnessHealthy, attached(InstanceUnknown, 3), RobustnessUnknown, nil},
 		{"detached with usable replicas", RobustnessHealthy, RobustnessObserved{State: VolumeDetached, Usable: 3, Total: 3, Want: 3}, RobustnessUnknown, nil},
 		{"detached, all failed", RobustnessUnknown, RobustnessObserved{State: VolumeDetached, Usable: 0, Total: 3, Want: 3},

@@ -50,7 +50,7 @@ func (d *demo) makeFS(ctx context.Context) (string, error) {
 	for _, f := range demoFiles {
 		fmt.Fprintf(&script, "head -c %dM /dev/urandom > %s/mnt/%s && ", f.mib, fsDir, f.name)
 	}
-	fmt.Fprintf(&script, "cp /etc/os-release %s/mnt/os-release && sync && cd %s/mnt && sha256sum %s && df -h .", fsDir, fsDir, fileNames())
+	fmt.Fprintf(&script, "cp /etc/os-release %s/mnt/os-release && sync && cd %s/mnt && sha256sum %s && df -h .", fsDir, fsDir, d.fileNames())
 	t := time.Now()
 	out, err := d.c.NodeShell(ctx, d.fs.node, script.String())
 	if err != nil {
@@ -151,7 +151,7 @@ func (d *demo) verifyFS(ctx context.Context) (string, error) {
 		return "", err
 	}
 	t := time.Now()
-	out, err := d.c.NodeShell(ctx, d.fs.node, fmt.Sprintf("e2fsck -fn %s >/dev/null && cd %s/mnt && sha256sum %s", d.fs.loop, fsDir, fileNames()))
+	out, err := d.c.NodeShell(ctx, d.fs.node, fmt.Sprintf("e2fsck -fn %s >/dev/null && cd %s/mnt && sha256sum %s", d.fs.loop, fsDir, d.fileNames()))
 	if err != nil {
 		return "", err
 	}
@@ -183,6 +183,10 @@ func (d *demo) finishFS(ctx context.Context) (string, error) {
 
 // cleanupFS runs at exit, also after a failure.
 func (d *demo) cleanupFS() {
+	if d.writer != nil {
+		d.writer.p.Stop(5 * time.Second)
+		d.writer = nil
+	}
 	if d.fs == nil || d.c == nil {
 		return
 	}
@@ -212,11 +216,15 @@ echo $n`, fsDir)
 	return "", nil
 }
 
-// fileNames lists the demo's files for sha256sum.
-func fileNames() string {
+// fileNames lists the demo's files for sha256sum: those written in
+// makeFS and, once it finished, the one written during the replica kill.
+func (d *demo) fileNames() string {
 	names := []string{"os-release"}
 	for _, f := range demoFiles {
 		names = append(names, f.name)
+	}
+	if _, ok := d.sums[writerFile]; ok {
+		names = append(names, writerFile)
 	}
 	return strings.Join(names, " ")
 }

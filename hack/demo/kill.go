@@ -38,12 +38,18 @@ func (d *demo) killReplica(ctx context.Context) (string, error) {
 	if victim == nil {
 		return "", fmt.Errorf("no RW replica of %s outside %s: %+v", nbdVolume, d.nbd.Node, rs)
 	}
+	var note string
+	if d.fs != nil {
+		if note, err = d.startWriter(ctx); err != nil {
+			return "", err
+		}
+	}
 	pid, err := d.c.KillReplica(ctx, victim.Name)
 	if err != nil {
 		return "", err
 	}
 	d.killed = killState{replica: victim.Name, node: victim.Node, at: time.Now()}
-	return fmt.Sprintf("replica %s on %s (%s): kill -9 %d, the `longhorn engine replica` process is gone",
+	return note + fmt.Sprintf("replica %s on %s (%s): kill -9 %d, the `longhorn engine replica` process is gone",
 		victim.Name, victim.Node, victim.Address, pid), nil
 }
 
@@ -83,7 +89,15 @@ func (d *demo) waitRebuild(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("%w\n%s", err, d.c.Dump(context.WithoutCancel(ctx), nbdVolume))
 	}
-	return fmt.Sprintf("healthy again %s after the kill; Longhorn's events:\n%s", secs(time.Since(d.killed.at)), d.events(ctx)), nil
+	msg := fmt.Sprintf("healthy again %s after the kill; Longhorn's events:\n%s", secs(time.Since(d.killed.at)), d.events(ctx))
+	if d.writer != nil {
+		w, err := d.finishWriter(ctx)
+		if err != nil {
+			return "", err
+		}
+		msg += "\n" + w
+	}
+	return msg, nil
 }
 
 // failedSince reports whether a replica failed after t (spec.failedAt or

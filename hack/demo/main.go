@@ -78,6 +78,7 @@ type demo struct {
 	fs     *nodeFS
 	sums   map[string]string // file -> sha256 on the demo filesystem
 	killed killState
+	writer *writer
 }
 
 const (

@@ -163,6 +163,19 @@ func (p *NodeProcess) Exited() bool {
 	}
 }
 
+// Wait waits up to timeout for the process to end and returns its exit
+// error (nil for status 0); after timeout it returns an error wrapping
+// ErrTimeout and leaves the process running.
+func (p *NodeProcess) Wait(timeout time.Duration) error {
+	select {
+	case err := <-p.done:
+		p.done <- err
+		return err
+	case <-time.After(timeout):
+		return fmt.Errorf("pid %d: %w after %v", p.PID, ErrTimeout, timeout)
+	}
+}
+
 // Stop sends SIGTERM, then SIGKILL after grace, and waits for the exit.
 func (p *NodeProcess) Stop(grace time.Duration) {
 	if p.Exited() {
