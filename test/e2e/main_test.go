@@ -64,7 +64,7 @@ var (
 )
 
 // clientTools are the programs the scenarios run on the host.
-var clientTools = []string{"qemu-io", "qemu-img", "nbdinfo", "nbdcopy", "ip", "flock"}
+var clientTools = []string{"qemu-io", "qemu-img", "nsenter", "ip", "flock"}
 
 func TestMain(m *testing.M) { os.Exit(run(m)) }
 

@@ -12,7 +12,9 @@ import (
 // data written, the real OS process of the replica on node-2 is killed with
 // SIGKILL. The volume turns degraded, the replica is rebuilt (reused or
 // replaced), the volume is healthy again with 3 RW replicas, and the data
-// (and data written while degraded) reads back intact.
+// (and data written while degraded) reads back intact. Then the two other
+// replicas are killed: the data reads back intact from the rebuilt replica
+// alone, and the volume rebuilds to healthy again.
 func TestReplicaProcessKilled(t *testing.T) {
 	e := setup(t)
 	const vol = "e2e-kill"
@@ -50,5 +52,25 @@ func TestReplicaProcessKilled(t *testing.T) {
 	t.Logf("rebuilt and healthy %.1fs after the kill (%s); history %s", time.Since(t0).Seconds(), replicaSummary(rs), rec.history())
 	e.verifyData(ep, data)
 	e.verifyData(ep, during)
+
+	// The rebuild is real: with the two other replicas killed, the rebuilt
+	// one is the engine's only RW replica and serves every read.
+	for _, r := range rs {
+		if r.Name != victim.Name {
+			_, err := e.f.KillReplica(e.ctx, r.Name)
+			e.must(err)
+		}
+	}
+	e.waitReplicas(vol, victim.Name+" the only RW replica", time.Minute, func(rs []framework.Replica) bool {
+		for _, r := range rs {
+			if (r.Mode == longhorn.ReplicaModeRW) != (r.Name == victim.Name) {
+				return false
+			}
+		}
+		return true
+	})
+	e.verifyData(ep, data)
+	e.verifyData(ep, during)
+	e.waitHealthy(vol, 3, rebuildTimeout)
 	e.detach(vol)
 }
