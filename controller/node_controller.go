@@ -123,6 +123,7 @@ func (c *NodeController) syncNode(ctx context.Context, key string) (Result, erro
 		if err := c.reconcileDisks(ctx, next); err != nil {
 			return Done, err
 		}
+		c.reconcileMountPropagation(ctx, next)
 		if err := c.ensureInstanceManager(ctx); err != nil {
 			return Done, err
 		}
@@ -198,6 +199,30 @@ func (c *NodeController) reconcileDisks(ctx context.Context, n *longhorn.Node) e
 	n.Status.DiskStatus = decideDiskStatuses(n, probes, replicas,
 		capacitySettings{OverProvisioningPercentage: over, MinimalAvailablePercentage: minAvail}, c.now().UTC().Format(time.RFC3339))
 	return nil
+}
+
+// reconcileMountPropagation sets MountPropagation: True when the mount
+// holding default-data-path is shared (mounts propagate to and from the
+// host, as Longhorn requires of the manager's data path), else False with
+// reason NoMountPropagationSupport. It does not change readiness.
+func (c *NodeController) reconcileMountPropagation(ctx context.Context, n *longhorn.Node) {
+	ts := c.now().UTC().Format(time.RFC3339)
+	path, err := c.ds.GetSettingValue(ctx, types.SettingNameDefaultDataPath)
+	shared := false
+	if err == nil {
+		shared, err = monitor.MountPropagation(path)
+	}
+	switch {
+	case err != nil:
+		n.Status.Conditions = setCond(n.Status.Conditions, longhorn.NodeConditionTypeMountPropagation, false,
+			longhorn.NodeConditionReasonNoMountPropagationSupport, fmt.Sprintf("Cannot check mount propagation of %s: %v", path, err), ts)
+	case !shared:
+		n.Status.Conditions = setCond(n.Status.Conditions, longhorn.NodeConditionTypeMountPropagation, false,
+			longhorn.NodeConditionReasonNoMountPropagationSupport,
+			fmt.Sprintf("The mount holding %s is not shared: mounts do not propagate (mountinfo has no shared:N)", path), ts)
+	default:
+		n.Status.Conditions = setCond(n.Status.Conditions, longhorn.NodeConditionTypeMountPropagation, true, "", "", ts)
+	}
 }
 
 // createOwnNode creates this node's Longhorn Node, with the default disk at

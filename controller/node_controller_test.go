@@ -82,6 +82,12 @@ func TestNodeControllerCreatesOwnNodeAndMeasuresDisks(t *testing.T) {
 	if !condTrue(n.Status.Conditions, longhorn.NodeConditionTypeReady) || n.Status.Zone != "z1" {
 		t.Fatalf("node status %+v", n.Status)
 	}
+	shared, err := monitor.MountPropagation(dataPath)
+	if mp := longhorn.GetCondition(n.Status.Conditions, longhorn.NodeConditionTypeMountPropagation); err != nil ||
+		(mp.Status == longhorn.ConditionStatusTrue) != shared ||
+		(!shared && mp.Reason != longhorn.NodeConditionReasonNoMountPropagationSupport) {
+		t.Fatalf("MountPropagation %+v, data path shared=%v (%v)", mp, shared, err)
+	}
 	st := n.Status.DiskStatus[diskName]
 	cfg, err := monitor.ReadDiskConfig(dataPath)
 	if err != nil || st == nil || st.DiskUUID != cfg.DiskUUID || st.StorageMaximum <= 0 || !condTrue(st.Conditions, longhorn.DiskConditionTypeReady) {

@@ -195,6 +195,10 @@ func TestVolumeHardAntiAffinityTwoNodes(t *testing.T) {
 		!strings.Contains(c.Message, "replica scheduling failed") {
 		t.Fatalf("Scheduled condition %+v", c)
 	}
+	t.Logf("Scheduled=False message: %s", c.Message)
+	if !strings.Contains(c.Message, "n1") || !strings.Contains(c.Message, "n2") {
+		t.Fatalf("Scheduled message does not say why n1 and n2 were rejected: %q", c.Message)
+	}
 }
 
 func (f *fixture) replicaNamed(name string) *longhorn.Replica {

@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/longhorn-go/longhorn/test/e2e/framework"
@@ -197,23 +199,74 @@ func (d *demo) cleanupFS() {
 	}
 }
 
-// cleanNodeFS removes what an interrupted earlier run left on the node: a
-// mount, loop devices over the nbdfuse file, the FUSE mount.
+// cleanNodeFS removes what an interrupted earlier run left on the node, top
+// down: the dd writer, the ext4 mount, loop devices over the nbdfuse file
+// (found by backing-file name, which works even when the FUSE daemon is
+// gone), the FUSE mount, then nbdfuse itself.
 func cleanNodeFS(ctx context.Context, c *framework.Cluster, node string) (string, error) {
+	killed := killLeftovers("dd")
 	script := fmt.Sprintf(`n=0
-if mountpoint -q %[1]s/mnt; then umount -l %[1]s/mnt; n=$((n+1)); fi
-for l in $(losetup -j %[1]s/fuse/disk -O NAME -n 2>/dev/null); do losetup -d "$l"; n=$((n+1)); done
-if mountpoint -q %[1]s/fuse; then fusermount3 -u %[1]s/fuse || umount -l %[1]s/fuse; n=$((n+1)); fi
-rm -rf %[1]s 2>/dev/null || true
+if grep -q " %[1]s/mnt " /proc/self/mountinfo; then umount %[1]s/mnt || umount -l %[1]s/mnt; n=$((n+1)); fi
+for l in $(losetup -l -n -O NAME,BACK-FILE | awk -v f=%[1]s/fuse/disk 'index($0, f) {print $1}'); do losetup -d "$l" && n=$((n+1)); done
+if grep -q " %[1]s/fuse " /proc/self/mountinfo; then fusermount3 -u %[1]s/fuse 2>/dev/null || umount -l %[1]s/fuse; n=$((n+1)); fi
 echo $n`, fsDir)
 	out, err := c.NodeShell(ctx, node, script)
 	if err != nil {
 		return "", err
 	}
-	if n := strings.TrimSpace(string(out)); n != "0" {
-		return fmt.Sprintf("removed %s leftovers of an earlier run in %s on %s", n, fsDir, node), nil
+	killed += killLeftovers("nbdfuse")
+	if _, err := c.NodeShell(ctx, node, "rm -rf "+fsDir); err != nil {
+		return "", err
+	}
+	if n := strings.TrimSpace(string(out)); n != "0" || killed > 0 {
+		return fmt.Sprintf("removed leftovers of an interrupted run in %s on %s: %d processes, %s mounts/loop devices", fsDir, node, killed, n), nil
 	}
 	return "", nil
+}
+
+// killLeftovers kills, by pid, the processes of an interrupted earlier run
+// named prog (dd or nbdfuse) whose arguments name fsDir, and waits up to
+// 5 s for them to go. It returns how many it killed.
+func killLeftovers(prog string) int {
+	ents, _ := os.ReadDir("/proc")
+	var pids []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		argv := strings.Split(strings.TrimRight(string(b), "\x00"), "\x00")
+		if filepath.Base(argv[0]) == prog && isLeftover(argv) {
+			pids = append(pids, pid)
+		}
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for _, pid := range pids {
+		for time.Now().Before(deadline) && syscall.Kill(pid, 0) == nil {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	return len(pids)
+}
+
+// isLeftover: dd or nbdfuse with an argument under fsDir.
+func isLeftover(argv []string) bool {
+	if b := filepath.Base(argv[0]); b != "dd" && b != "nbdfuse" {
+		return false
+	}
+	for _, a := range argv[1:] {
+		if strings.Contains(a, fsDir+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // fileNames lists the demo's files for sha256sum: those written in

@@ -52,6 +52,10 @@ func main() {
 	flag.BoolVar(&o.skipFS, "skip-fs", false, "skip the nbdfuse + loop + ext4 step")
 	flag.StringVar(&o.logDir, "log-dir", os.TempDir(), "where helper processes (nbdfuse) log")
 	flag.Parse()
+	if o.kubeconfig == "" {
+		fmt.Fprintln(os.Stderr, "demo: -kubeconfig (or $KUBECONFIG) is required; `make demo` passes the local cluster's")
+		os.Exit(2)
+	}
 	if o.dataSize < 1 || o.dataSize > 256 {
 		fmt.Fprintf(os.Stderr, "demo: -data-mib %d: want 1-256\n", o.dataSize)
 		os.Exit(2)

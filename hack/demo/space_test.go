@@ -2,6 +2,7 @@ package main
 
 import (
 	"errors"
+	"strings"
 	"testing"
 )
 
@@ -46,5 +47,18 @@ func TestParseSumsAndPortal(t *testing.T) {
 	}
 	if got := portalURL("iscsi://10.99.0.1:10089/iqn.2019-10.io.longhorn:v/1"); got != "iscsi://10.99.0.1:10089" {
 		t.Errorf("portalURL = %q", got)
+	}
+}
+
+func TestIsLeftover(t *testing.T) {
+	for argv, want := range map[string]bool{
+		"nbdfuse -P /tmp/longhorn-demo/nbdfuse.pid /tmp/longhorn-demo/fuse/disk nbd+unix:///v": true,
+		"/usr/bin/dd if=/tmp/longhorn-demo/during-kill.src of=/tmp/longhorn-demo/mnt/x":        true,
+		"dd if=/dev/zero of=/tmp/other":  false,
+		"sh -c echo /tmp/longhorn-demo/": false,
+	} {
+		if got := isLeftover(strings.Fields(argv)); got != want {
+			t.Errorf("isLeftover(%q) = %v, want %v", argv, got, want)
+		}
 	}
 }

@@ -55,7 +55,7 @@ spec:
         readinessProbe: {httpGet: {path: /, port: http}, periodSeconds: 1}
       - name: version
         image: longhornio/longhorn:test
-        command: [sh, -c, 'longhorn --version; cat /etc/greeting/hello.txt; echo; echo "$NODE_NAME" > /var/lib/longhorn/hello-$NODE_NAME; exec sleep 100000']
+        command: [sh, -c, 'longhorn --version; cat /etc/greeting/hello.txt; echo; echo "$NODE_NAME" > /var/lib/longhorn/hello-$NODE_NAME; echo "$NODE_NAME" > /var/run/longhorn/hello-$NODE_NAME; exec sleep 100000']
         env:
         - {name: NODE_NAME, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
         volumeMounts:
@@ -240,6 +240,12 @@ func checkPod(ctx context.Context, t *testing.T, c *Config, i int, p corev1.Pod)
 	}
 	if _, err := os.Stat("/var/lib/longhorn/hello-" + c.NodeName(i)); err == nil {
 		t.Errorf("%s: the pod wrote into the host's /var/lib/longhorn", p.Name)
+	}
+	if _, err := os.Stat(filepath.Join(c.NodeDir(i), "run-longhorn", "hello-"+c.NodeName(i))); err != nil {
+		t.Errorf("%s: not written through the node's /var/run/longhorn: %v", p.Name, err)
+	}
+	if _, err := os.Stat("/var/run/longhorn/hello-" + c.NodeName(i)); err == nil {
+		t.Errorf("%s: the pod wrote into the host's /var/run/longhorn", p.Name)
 	}
 }
 

@@ -170,8 +170,17 @@ func writeAgentConfig(c *Config, i int) (string, error) {
 	if err := os.MkdirAll(lh, 0o755); err != nil {
 		return "", err
 	}
-	if err := os.MkdirAll("/var/lib/longhorn", 0o755); err != nil { // mount point only
+	// The node's own /var/run/longhorn too: instance managers put NBD
+	// sockets there, and two nodes (or two clusters) on this machine must
+	// not share a socket path for same-named volumes.
+	run := filepath.Join(dir, "run-longhorn")
+	if err := os.MkdirAll(run, 0o755); err != nil {
 		return "", err
+	}
+	for _, mp := range []string{"/var/lib/longhorn", "/var/run/longhorn"} { // mount points only
+		if err := os.MkdirAll(mp, 0o755); err != nil {
+			return "", err
+		}
 	}
 	hostNS, err := os.Readlink("/proc/self/ns/mnt")
 	if err != nil {
@@ -186,7 +195,7 @@ func writeAgentConfig(c *Config, i int) (string, error) {
 		Kubeconfig:  c.KubeconfigPath(),
 		ServingCert: c.pkiPath(c.NodeName(i) + ".crt"), ServingKey: c.pkiPath(c.NodeName(i) + ".key"),
 		ClientCA: c.pkiPath(caCert), NodeDir: dir,
-		NodeMounts:    []nodeagent.Mount{{Source: lh, Target: "/var/lib/longhorn"}},
+		NodeMounts:    []nodeagent.Mount{{Source: lh, Target: "/var/lib/longhorn"}, {Source: run, Target: "/var/run/longhorn"}},
 		HostMountNS:   hostNS,
 		Images:        c.Images,
 		AgentBinary:   c.AgentBinary,

@@ -298,6 +298,9 @@ spec: {size: 64Mi, numberOfReplicas: 3, frontend: nbd}
 				held = append(held, r.Name)
 			}
 		}
+		if e := c.engineOf(vol); e == nil || e.Status.OwnerID == "n3" {
+			held = append(held, "engine")
+		}
 		ims, _ := c.lh.LonghornV1beta2().InstanceManagers(ns).List(c.ctx, metav1.ListOptions{})
 		for _, im := range ims.Items {
 			if im.Spec.NodeID == "n3" && im.Status.OwnerID == "n3" {
@@ -306,7 +309,7 @@ spec: {size: 64Mi, numberOfReplicas: 3, frontend: nbd}
 		}
 		return len(held) == 0, strings.Join(held, ",")
 	})
-	t.Logf("MEASURE manager n3 killed -> its volume, replicas and instance manager owned by others: %v", took.Round(time.Millisecond))
+	t.Logf("MEASURE manager n3 killed -> its volume, engine, replicas and instance manager owned by others: %v", took.Round(time.Millisecond))
 	if took > 30*time.Second {
 		t.Errorf("takeover took %v, want <= 30 s", took)
 	}

@@ -55,7 +55,8 @@ type Config struct {
 	// NodeDir holds pods/<uid>/{volumes,logs,exec}.
 	NodeDir string `json:"nodeDir"`
 	// NodeMounts are bound in the node's mount namespace at start
-	// (NodeDir/longhorn on /var/lib/longhorn).
+	// (NodeDir/longhorn on /var/lib/longhorn, NodeDir/run-longhorn on
+	// /var/run/longhorn).
 	NodeMounts []Mount `json:"nodeMounts"`
 	// HostMountNS is the host's mount namespace ("mnt:[N]"); the agent
 	// refuses to make NodeMounts in it.
