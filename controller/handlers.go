@@ -78,6 +78,22 @@ func (e *env) isNodeDown(ctx context.Context, name string) bool {
 	return c.Status == longhorn.ConditionStatusFalse && isNodeDownReason(c.Reason)
 }
 
+// isNodeDownOrDeleted reports whether the Longhorn node is missing, or not
+// Ready because its Kubernetes node is gone or not ready (Longhorn's
+// IsNodeDownOrDeleted): its instances are unknown. Unlike isNodeDown, a
+// node that only misses its manager is not down here.
+func (e *env) isNodeDownOrDeleted(ctx context.Context, name string) bool {
+	n, err := e.ds.GetNodeRO(ctx, name)
+	if apierrors.IsNotFound(err) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	c := longhorn.GetCondition(n.Status.Conditions, longhorn.NodeConditionTypeReady)
+	return c.Status == longhorn.ConditionStatusFalse && isInstanceDownReason(c.Reason)
+}
+
 // responsible applies the ownership rule for this manager.
 func (e *env) responsible(ctx context.Context, preferred, current string) bool {
 	return isResponsibleFor(e.opts.NodeName, preferred, current, func(n string) bool { return e.isNodeDown(ctx, n) })

@@ -138,7 +138,10 @@ func (c *InstanceManagerController) syncInstanceManager(ctx context.Context, key
 	}
 	im := imRO.DeepCopy()
 	im.Status.OwnerID = c.opts.NodeName
-	nodeDown := c.isNodeDown(ctx, im.Spec.NodeID)
+	// A node whose manager alone is gone (its lease released or expired)
+	// still runs its instance manager: only a gone or NotReady node makes
+	// it unknown.
+	nodeDown := c.isNodeDownOrDeleted(ctx, im.Spec.NodeID)
 	pod, err := c.pods.Pods(c.opts.Namespace).Get(name)
 	if apierrors.IsNotFound(err) {
 		pod = nil

@@ -125,6 +125,19 @@ func isNodeDownReason(reason string) bool {
 	return false
 }
 
+// isInstanceDownReason reports whether a Ready=False reason means the
+// node's instances cannot be trusted: the Kubernetes node is gone or not
+// ready (Longhorn's IsNodeDownOrDeleted). A missing manager is not such a
+// reason (it only hands ownership over, isNodeDownReason): the node's
+// instance manager, engines and replicas run on without it.
+func isInstanceDownReason(reason string) bool {
+	switch reason {
+	case longhorn.NodeConditionReasonKubernetesNodeGone, longhorn.NodeConditionReasonKubernetesNodeNotReady:
+		return true
+	}
+	return false
+}
+
 // renewLease creates or renews this manager's lease once.
 func renewLease(ctx context.Context, kube kubernetes.Interface, namespace, node string, now time.Time) error {
 	leases := kube.CoordinationV1().Leases(namespace)
@@ -148,8 +161,31 @@ func renewLease(ctx context.Context, kube kubernetes.Interface, namespace, node 
 	return err
 }
 
+// releaseTimeout bounds the lease release at shutdown.
+const releaseTimeout = 5 * time.Second
+
+// releaseLease clears this manager's lease renewTime, so that the other
+// managers see the node's manager missing at once (Longhorn's
+// ManagerPodMissing as soon as the pod is gone) instead of LeaseDuration
+// later. A missing lease is not an error.
+func releaseLease(ctx context.Context, kube kubernetes.Interface, namespace, node string) error {
+	leases := kube.CoordinationV1().Leases(namespace)
+	l, err := leases.Get(ctx, ManagerLeasePrefix+node, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	l.Spec.RenewTime = nil
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return err
+}
+
 // runLeaseHeartbeat renews the lease every LeaseRenewInterval until ctx is
-// done. Failures are logged and retried at the next tick.
+// done, then releases it (a manager that stops hands its node over at once;
+// one that dies does so when the lease expires). Failures are logged and
+// retried at the next tick.
 func runLeaseHeartbeat(ctx context.Context, kube kubernetes.Interface, namespace, node string, now func() time.Time) {
 	log := LoggerFrom(ctx).WithField("lease", ManagerLeasePrefix+node)
 	t := time.NewTicker(LeaseRenewInterval)
@@ -160,6 +196,11 @@ func runLeaseHeartbeat(ctx context.Context, kube kubernetes.Interface, namespace
 		}
 		select {
 		case <-ctx.Done():
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), releaseTimeout)
+			defer cancel()
+			if err := releaseLease(rctx, kube, namespace, node); err != nil {
+				log.WithError(err).Warn("Failed to release manager lease")
+			}
 			return
 		case <-t.C:
 		}

@@ -46,7 +46,7 @@ func (c *VolumeController) reconcileReplicaHealth(ctx context.Context, s *volume
 		case r.Spec.DesireState == longhorn.InstanceStateRunning && r.Status.CurrentState == longhorn.InstanceStateError:
 			s.markFailed(r)
 			c.recorder.Eventf(s.vol, corev1.EventTypeWarning, "ReplicaFailed", "Replica %s process failed", r.Name)
-		case attached && r.Spec.NodeID != "" && c.isNodeDown(ctx, r.Spec.NodeID):
+		case attached && r.Spec.NodeID != "" && c.isNodeDownOrDeleted(ctx, r.Spec.NodeID):
 			s.markFailed(r)
 			c.recorder.Eventf(s.vol, corev1.EventTypeWarning, "ReplicaFailed", "Replica %s is on down node %s", r.Name, r.Spec.NodeID)
 		case engineUp && mode == longhorn.ReplicaModeRW && r.Spec.HealthyAt == "":
@@ -210,7 +210,7 @@ func (c *VolumeController) salvageCandidates(ctx context.Context, s *volumeSnaps
 	var last time.Time
 	var cands []*longhorn.Replica
 	for _, r := range s.sortedReplicas() {
-		if deleting(r) || !failed(r) || r.Spec.HealthyAt == "" || r.Spec.NodeID == "" || c.isNodeDown(ctx, r.Spec.NodeID) {
+		if deleting(r) || !failed(r) || r.Spec.HealthyAt == "" || r.Spec.NodeID == "" || c.isNodeDownOrDeleted(ctx, r.Spec.NodeID) {
 			continue
 		}
 		cands = append(cands, r)

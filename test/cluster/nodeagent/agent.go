@@ -162,6 +162,7 @@ func Run(ctx context.Context, cfg Config) error {
 		return fmt.Errorf("node agent %s: not ready: %w", cfg.NodeName, err)
 	}
 	klog.Infof("node %s ready at %s", cfg.NodeName, cfg.NodeIP)
+	go a.resyncStatuses(ctx, statusResyncInterval)
 	select {
 	case <-ctx.Done():
 	case <-node.Done():
@@ -314,6 +315,33 @@ func (a *Agent) Secret(ns, name string) (*corev1.Secret, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	return a.client.CoreV1().Secrets(ns).Get(ctx, name, metav1.GetOptions{})
+}
+
+// statusResyncInterval is how often every pod's status is reported again
+// (kubelet's status manager syncs every 10 s).
+const statusResyncInterval = 10 * time.Second
+
+// resyncStatuses reports every pod's status again each interval until ctx
+// ends. virtual-kubelet writes it only when it differs from the API
+// server's copy, which is the case after someone else changed it: the node
+// lifecycle controller marks every pod of a node that was NotReady (its
+// link cut, say) Ready=False, and without a resync the pods would stay so
+// after the node is back.
+func (a *Agent) resyncStatuses(ctx context.Context, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		a.mu.Lock()
+		for _, r := range a.pods {
+			r.notify()
+		}
+		a.mu.Unlock()
+	}
 }
 
 func (a *Agent) notifyPod(p *corev1.Pod) {

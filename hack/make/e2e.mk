@@ -1,0 +1,31 @@
+# End-to-end tests (issue 7, test/e2e): the scenarios run against a local
+# cluster the test package brings up itself (test/cluster, name lhe2e,
+# 3 nodes on 10.99.16.0/24, services 10.99.17.0/24, deploy/longhorn.yaml) and
+# tears down at the end, also on failure, timeout or interrupt. Needs root.
+# `make test` runs it as its last step (TEST_STEPS); plain `go test ./...`
+# skips the package unless LONGHORN_E2E=1.
+#
+#   make e2e                          # every scenario
+#   make e2e E2E_RUN=TestReplicaKill  # one scenario (go test -run)
+#   make e2e E2E_KEEP=1               # reuse a running lhe2e cluster and leave it up
+#   make e2e-down                     # remove it
+E2E_RUN     ?=
+E2E_TIMEOUT ?= 25m
+E2E_KEEP    ?=
+E2E_NAME    := lhe2e
+E2E_STATE   := $(CACHE_DIR)/cluster-$(E2E_NAME)
+E2E_CLUSTER := --name $(E2E_NAME) --state-dir $(E2E_STATE) --nodes 3 --subnet 10.99.16.0/24 --service-cidr 10.99.17.0/24
+
+TEST_STEPS += e2e
+
+.PHONY: e2e e2e-down
+e2e: build lhcluster testbin ## end-to-end scenarios against a local 3-node cluster it starts and removes (root)
+	@rc=0; $(TEST_ENV) LONGHORN_E2E=1 LONGHORN_BINARY=$(BIN)/longhorn LHCLUSTER_BINARY=$(BIN)/lhcluster \
+	  LONGHORN_E2E_STATE_DIR=$(E2E_STATE) LONGHORN_E2E_KEEP=$(E2E_KEEP) nice -n 10 go test -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v \
+	  $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/... || rc=$$?; \
+	if [ "$(E2E_KEEP)" != 1 ] && [ -e $(E2E_STATE)/state.json ]; then echo "== e2e: cluster $(E2E_NAME) left behind; removing it"; \
+	  flock $(or $(TMPDIR),/tmp)/lhcluster-test.lock $(BIN)/lhcluster down $(E2E_CLUSTER) || rc=1; fi; \
+	exit $$rc
+
+e2e-down: lhcluster ## remove the e2e cluster (after make e2e E2E_KEEP=1)
+	$(BIN)/lhcluster down $(E2E_CLUSTER)

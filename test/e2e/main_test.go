@@ -1,0 +1,296 @@
+// Package e2e runs Longhorn's main job end to end: a local 3-node cluster
+// (test/cluster) with deploy/longhorn.yaml installed unchanged, volumes
+// attached through the real frontend, data written and checksummed with real
+// clients, and failures injected the way they happen in production (a
+// replica process killed, a node's link cut, a manager or instance-manager
+// pod deleted).
+//
+// TestMain brings the cluster up once for the package (name lhe2e, subnet
+// 10.99.16.0/24, services 10.99.17.0/24) and removes it at the end, also
+// when a test fails, when the -timeout is about to fire and on SIGINT or
+// SIGTERM (with LONGHORN_E2E_KEEP=1 it reuses a running lhe2e cluster and
+// leaves it up, for working on a scenario). It runs only with LONGHORN_E2E=1 (`make e2e`); otherwise every
+// test is skipped. With LONGHORN_E2E=1 and LONGHORN_REQUIRE_TOOLS=1 a missing
+// prerequisite (root, control-plane binaries, client tools) fails the run.
+package e2e
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/longhorn-go/longhorn/internal/testutil"
+	"github.com/longhorn-go/longhorn/test/cluster"
+	"github.com/longhorn-go/longhorn/test/testenv"
+)
+
+// Cluster shape of the e2e suite. Nodes is 3: scenario c uses a 2-replica
+// volume so that a replacement for the cut node's replica has a node to go to
+// under hard node anti-affinity.
+const (
+	clusterName = "lhe2e"
+	clusterSize = 3
+	// lockFile is the machine-wide lock test/cluster's TestLocalCluster takes:
+	// one local cluster test at a time (CPU), and two worktrees' e2e runs
+	// never share the lhe2e name.
+	lockFile = "lhcluster-test.lock"
+	// upTimeout bounds Up + manifest + Longhorn ready.
+	upTimeout = 6 * time.Minute
+	// downMargin is how long before the -timeout the watchdog tears down.
+	downMargin = 90 * time.Second
+)
+
+var (
+	clusterSubnet  = netip.MustParsePrefix("10.99.16.0/24")
+	clusterService = netip.MustParsePrefix("10.99.17.0/24")
+)
+
+// suite is the running cluster; nil when the package skips (skipReason).
+var (
+	suite      *cluster.Config
+	skipReason = "TestMain did not run"
+	downOnce   sync.Once
+)
+
+// clientTools are the programs the scenarios run on the host.
+var clientTools = []string{"qemu-io", "qemu-img", "nbdinfo", "nbdcopy", "ip", "flock"}
+
+func TestMain(m *testing.M) { os.Exit(run(m)) }
+
+// run is TestMain's body; it returns the exit code.
+func run(m *testing.M) int {
+	flag.Parse()
+	assets, err := prerequisites()
+	if err != nil {
+		if testutil.ToolsRequired() && os.Getenv("LONGHORN_E2E") == "1" {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		skipReason = err.Error()
+		return m.Run()
+	}
+	lock, err := takeLock()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	defer lock.Close()
+	c, err := clusterConfig(assets)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		return 1
+	}
+	keep := os.Getenv("LONGHORN_E2E_KEEP") == "1"
+	if keep {
+		// Developer mode: reuse a running lhe2e cluster and leave it up.
+		downOnce.Do(func() { logf("LONGHORN_E2E_KEEP=1: cluster %s stays up (make e2e-down removes it)", c.Name) })
+	} else if err := cluster.Down(c, logf); err != nil {
+		// A run killed hard (SIGKILL) leaves its cluster: remove it first.
+		fmt.Fprintln(os.Stderr, "e2e: removing a leftover cluster:", err)
+		return 1
+	}
+	stop := guardTeardown(c)
+	defer stop()
+	t0 := time.Now()
+	if err := bringUp(&c); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e:", err)
+		dumpLogs(&c)
+		teardown(c)
+		return 1
+	}
+	logf("cluster %s up with Longhorn ready in %.1fs; kubeconfig %s", c.Name, time.Since(t0).Seconds(), c.KubeconfigPath())
+	suite = &c
+	code := m.Run()
+	if code != 0 {
+		dumpLogs(&c)
+	}
+	if !teardown(c) && code == 0 {
+		code = 1
+	}
+	return code
+}
+
+// prerequisites returns the control-plane assets directory, or why the
+// suite cannot run.
+func prerequisites() (string, error) {
+	if testing.Short() {
+		return "", errors.New("-short: no local cluster")
+	}
+	if os.Getenv("LONGHORN_E2E") != "1" {
+		return "", errors.New("LONGHORN_E2E is not 1: run `make e2e` (it starts a local cluster as root)")
+	}
+	if os.Geteuid() != 0 {
+		return "", errors.New("the local cluster needs root (netns, mounts, cgroups)")
+	}
+	assets, err := testenv.Assets("kube-controller-manager", "kube-scheduler")
+	if err != nil {
+		return "", err
+	}
+	for _, tool := range clientTools {
+		if _, err := exec.LookPath(tool); err != nil {
+			return "", fmt.Errorf("%s not found in PATH (see .ci/packages): %w", tool, err)
+		}
+	}
+	return assets, nil
+}
+
+// takeLock blocks until this process holds the machine-wide cluster-test
+// lock; closing the file releases it.
+func takeLock() (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), lockFile), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	logf("waiting for %s", f.Name())
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("flock %s: %w", f.Name(), err)
+	}
+	return f, nil
+}
+
+// clusterConfig builds the lhe2e config: binaries from LONGHORN_BINARY and
+// LHCLUSTER_BINARY (make e2e sets both) or built now, state under
+// LONGHORN_E2E_STATE_DIR or ~/.cache/longhorn-testbed/cluster-lhe2e.
+func clusterConfig(assets string) (cluster.Config, error) {
+	root := moduleRoot()
+	lh, err := binary("LONGHORN_BINARY", root, ".")
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	agent, err := binary("LHCLUSTER_BINARY", root, "./hack/cluster")
+	if err != nil {
+		return cluster.Config{}, err
+	}
+	state := os.Getenv("LONGHORN_E2E_STATE_DIR")
+	if state == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			return cluster.Config{}, err
+		}
+		state = filepath.Join(home, ".cache", "longhorn-testbed", "cluster-"+clusterName)
+	}
+	c := cluster.Config{
+		Name: clusterName, Nodes: clusterSize, Subnet: clusterSubnet, ServiceCIDR: clusterService,
+		StateDir: state, AssetsDir: assets, AgentBinary: agent,
+		Images: map[string]string{"longhornio/longhorn:*": lh},
+	}
+	return c, c.Validate()
+}
+
+// binary returns $env when set, else builds pkg (relative to root) into a
+// temporary directory.
+func binary(env, root, pkg string) (string, error) {
+	if p := os.Getenv(env); p != "" {
+		return filepath.Abs(p)
+	}
+	dir, err := os.MkdirTemp("", "lhe2e-bin-")
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, filepath.Base(filepath.Clean(filepath.Join(root, pkg))))
+	if pkg == "." {
+		out = filepath.Join(dir, "longhorn")
+	}
+	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd.Dir = root
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
+	}
+	return out, nil
+}
+
+func moduleRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// bringUp starts the cluster, applies deploy/longhorn.yaml and waits until
+// Longhorn is ready on every node.
+func bringUp(c *cluster.Config) error {
+	ctx, cancel := context.WithTimeout(context.Background(), upTimeout)
+	defer cancel()
+	if _, err := cluster.Up(ctx, *c, logf); err != nil {
+		return fmt.Errorf("cluster up: %w", err)
+	}
+	manifest := filepath.Join(moduleRoot(), "deploy", "longhorn.yaml")
+	if err := cluster.ApplyManifest(ctx, c, manifest, 4*time.Minute, logf); err != nil {
+		return fmt.Errorf("apply %s: %w", manifest, err)
+	}
+	if err := longhornReady(ctx, c); err != nil {
+		return err
+	}
+	return applyBaseSettings(ctx, c)
+}
+
+// guardTeardown tears the cluster down and exits when the test binary is
+// interrupted (SIGINT, SIGTERM) or when its -timeout is downMargin away (go
+// test's timeout panic would skip TestMain's teardown). The returned
+// function disarms both.
+func guardTeardown(c cluster.Config) (stop func()) {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	var timer <-chan time.Time
+	if f := flag.Lookup("test.timeout"); f != nil {
+		if d, ok := f.Value.(flag.Getter).Get().(time.Duration); ok && d > 2*downMargin {
+			timer = time.After(d - downMargin)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		select {
+		case s := <-sig:
+			logf("got %v: removing cluster %s", s, c.Name)
+		case <-timer:
+			logf("test timeout in %v: dumping goroutines and removing cluster %s", downMargin, c.Name)
+			buf := make([]byte, 1<<20)
+			os.Stderr.Write(buf[:runtime.Stack(buf, true)])
+			dumpLogs(&c)
+		case <-done:
+			return
+		}
+		teardown(c)
+		os.Exit(3)
+	}()
+	return func() { signal.Stop(sig); close(done) }
+}
+
+// teardown removes the cluster once; it reports success.
+func teardown(c cluster.Config) bool {
+	ok := true
+	downOnce.Do(func() {
+		t0 := time.Now()
+		if err := cluster.Down(c, logf); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: cluster down:", err)
+			ok = false
+			return
+		}
+		logf("cluster %s down in %.1fs (logs kept in %s)", c.Name, time.Since(t0).Seconds(), filepath.Join(c.StateDir, "logs"))
+	})
+	return ok
+}
+
+// logf prints a timestamped progress line (TestMain has no *testing.T).
+func logf(format string, args ...any) {
+	fmt.Fprintf(os.Stderr, "e2e [%s] %s\n", time.Now().Format("15:04:05.000"), fmt.Sprintf(format, args...))
+}
+
+// requireCluster skips t when the suite has no cluster.
+func requireCluster(t *testing.T) *cluster.Config {
+	t.Helper()
+	if suite == nil {
+		t.Skip("no e2e cluster: " + skipReason)
+	}
+	return suite
+}
