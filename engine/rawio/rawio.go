@@ -15,7 +15,9 @@
 // calling thread without handing its P to another thread; callers use them
 // for single requests of at most a few MiB on the replica's data files, where
 // that is what a wrapped call would cost too, and keep using the wrapped calls
-// where a call may block for long (fsync, fallocate).
+// where a call may block for long (fsync, fallocate). With GOMAXPROCS 1 a
+// blocked raw call would stop every goroutine of the process, so there they
+// fall back to the wrapped calls (os.File.ReadAt, WriteAt).
 package rawio
 
 import (
@@ -171,6 +173,9 @@ var errShortWrite = errors.New("rawio: pwrite wrote 0 bytes")
 // Pread reads len(p) bytes at off from f as os.File.ReadAt does: it returns
 // len(p), or fewer and io.EOF at the end of the file, or a *os.PathError.
 func Pread(f *os.File, p []byte, off int64) (int, error) {
+	if runtime.GOMAXPROCS(0) == 1 {
+		return f.ReadAt(p, off)
+	}
 	fd := f.Fd()
 	done := 0
 	for done < len(p) {
@@ -195,6 +200,9 @@ func Pread(f *os.File, p []byte, off int64) (int, error) {
 // Pwrite writes all of p at off to f as os.File.WriteAt does; errors are
 // *os.PathError.
 func Pwrite(f *os.File, p []byte, off int64) (int, error) {
+	if runtime.GOMAXPROCS(0) == 1 {
+		return f.WriteAt(p, off)
+	}
 	fd := f.Fd()
 	done := 0
 	for done < len(p) {

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -178,4 +179,11 @@ func TestPreadPwrite(t *testing.T) {
 	if _, err := Pwrite(ro, data[:10], 0); !errors.As(err, &pe) || pe.Path != f.Name() {
 		t.Fatalf("Pwrite on a read-only file: %v, want *os.PathError naming the file", err)
 	}
+}
+
+// TestPreadPwriteOneProc runs the file calls with GOMAXPROCS 1, where they use
+// the wrapped system calls, and checks they behave the same.
+func TestPreadPwriteOneProc(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	TestPreadPwrite(t)
 }
