@@ -74,6 +74,13 @@ func (r *remote) dialData(ctx context.Context, opts dataconn.Options) (*dataconn
 	if err != nil {
 		return nil, fmt.Errorf("replica %s: %w", r.addr, err)
 	}
+	// Once every connection answered a Ping the replica counts them in its
+	// DataConnections, so a second engine checking whether the replica is
+	// in use (notInUse) cannot slip in before the accept loop ran.
+	if err := c.PingAll(); err != nil {
+		c.Close()
+		return nil, fmt.Errorf("replica %s: ping after dial: %w", r.addr, err)
+	}
 	return c, nil
 }
 

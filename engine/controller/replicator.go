@@ -77,7 +77,7 @@ type backend struct {
 	data *dataconn.Client // nil for a replica that was unreachable when added
 	// reads is the number of reads in flight on this replica (readFrom).
 	reads atomic.Int32
-	rem  *remote          // nil in replicator-only tests
+	rem   *remote // nil in replicator-only tests
 	// instanceName is the replica's --replica-instance-name, when known.
 	instanceName string
 	// errMsg is why the replica became ERR (guarded by errMu).

@@ -243,6 +243,25 @@ func (c *Client) Ping() error {
 	return err
 }
 
+// PingAll round-trips a Ping on every connection and returns the first
+// error. Once it returns nil the replica has accepted, and counts, each of
+// the client's connections (the data server tracks a connection when it
+// accepts it, which a TCP connect alone does not wait for).
+func (c *Client) PingAll() error {
+	ops := make([]*Op, len(c.conns))
+	for i, cc := range c.conns {
+		ops[i] = getOp(TypePing, nil, 0, 0)
+		cc.submit(ops[i])
+	}
+	var first error
+	for _, op := range ops {
+		if _, err := op.Wait(); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
 // clientConn is one connection: a pending table keyed by sequence number, a
 // send queue written by whichever submitter finds no write in progress (so a
 // burst of requests leaves in one writev), and the reader role, held by one

@@ -452,3 +452,25 @@ func TestIdleServerDeathNoticedByPing(t *testing.T) {
 		t.Fatal("client did not notice the server going away")
 	}
 }
+
+// TestPingAllMeansCounted: after PingAll every connection of the client is
+// counted by the server (an engine's notInUse check relies on it), for
+// many dials in a row.
+func TestPingAllMeansCounted(t *testing.T) {
+	s, addr := startServer(t, newMemStore(1<<20))
+	for i := 0; i < 50; i++ {
+		c := dial(t, addr, Options{Conns: 3})
+		if err := c.PingAll(); err != nil {
+			t.Fatal(err)
+		}
+		if n := s.Conns(); n != 3 {
+			t.Fatalf("dial %d: server counts %d connections after PingAll, want 3", i, n)
+		}
+		c.Close()
+		for deadline := time.Now().Add(5 * time.Second); s.Conns() != 0; time.Sleep(time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("dial %d: %d connections still counted after Close", i, s.Conns())
+			}
+		}
+	}
+}
