@@ -221,12 +221,20 @@ func (d *demo) endpointLine(ep framework.Endpoint) string {
 	return fmt.Sprintf("%s attached on %s, healthy; engine %s endpoint %s", ep.Volume, ep.Node, ep.Engine, ep.URI)
 }
 
+// volumeData is a demo volume's endpoint and the data set written to it.
+type volumeData struct {
+	ep framework.Endpoint
+	ds framework.DataSet
+}
+
+// dataSets lists both demo volumes with their data sets, iSCSI first.
+func (d *demo) dataSets() []volumeData {
+	return []volumeData{{d.iscsi, d.iscsiData()}, {d.nbd, d.nbdData()}}
+}
+
 func (d *demo) writeData(ctx context.Context) (string, error) {
 	var lines []string
-	for _, w := range []struct {
-		ep framework.Endpoint
-		ds framework.DataSet
-	}{{d.iscsi, d.iscsiData()}, {d.nbd, d.nbdData()}} {
+	for _, w := range d.dataSets() {
 		t := time.Now()
 		if err := d.c.WriteData(ctx, w.ep, w.ds); err != nil {
 			return "", err
@@ -240,10 +248,7 @@ func (d *demo) writeData(ctx context.Context) (string, error) {
 
 func (d *demo) verifyData(ctx context.Context) (string, error) {
 	var lines []string
-	for _, w := range []struct {
-		ep framework.Endpoint
-		ds framework.DataSet
-	}{{d.iscsi, d.iscsiData()}, {d.nbd, d.nbdData()}} {
+	for _, w := range d.dataSets() {
 		t := time.Now()
 		if err := d.c.VerifyData(ctx, w.ep, w.ds); err != nil {
 			return "", err

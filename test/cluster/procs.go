@@ -8,11 +8,11 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/longhorn-go/longhorn/internal/procstat"
 	"github.com/longhorn-go/longhorn/test/cluster/nodeagent"
 )
 
@@ -61,33 +61,14 @@ func (s *State) save() error {
 	return os.Rename(tmp, statePath(s.Config.StateDir))
 }
 
-// procStat returns a process's start time and state letter.
-func procStat(pid int) (start uint64, state string, ok bool) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0, "", false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, "", false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 20 {
-		return 0, "", false
-	}
-	start, err = strconv.ParseUint(f[19], 10, 64)
-	return start, f[0], err == nil
-}
-
 // Alive reports whether the recorded process still runs (not a zombie,
 // same start time).
 func (p Proc) Alive() bool {
 	if p.PID <= 0 {
 		return false
 	}
-	start, state, ok := procStat(p.PID)
-	return ok && start == p.Start && state != "Z"
+	st, err := procstat.Read(p.PID)
+	return err == nil && st.StartTime == p.Start && st.State != "Z"
 }
 
 // startDaemon starts argv detached (own session, stdin /dev/null, output
@@ -120,7 +101,9 @@ func startDaemon(argv []string, logPath string, cg *nodeagent.Cgroup, env []stri
 		return Proc{}, fmt.Errorf("start %s: %w", argv[0], err)
 	}
 	p := Proc{PID: cmd.Process.Pid, Log: logPath}
-	p.Start, _, _ = procStat(p.PID)
+	if st, err := procstat.Read(p.PID); err == nil {
+		p.Start = st.StartTime
+	}
 	// Reap it if it dies while we run; afterwards init adopts it.
 	go func() { _, _ = cmd.Process.Wait() }()
 	return p, nil

@@ -19,6 +19,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/longhorn-go/longhorn/internal/procstat"
 )
 
 var env *Env
@@ -282,31 +284,11 @@ func childPIDs(t *testing.T) map[int]bool {
 		if err != nil {
 			continue
 		}
-		ppid, state, ok := procStat(pid)
-		if ok && ppid == me && state != "Z" {
+		if st, err := procstat.Read(pid); err == nil && st.PPID == me && st.State != "Z" {
 			out[pid] = true
 		}
 	}
 	return out
-}
-
-// procStat reads ppid and state from /proc/PID/stat.
-func procStat(pid int) (ppid int, state string, ok bool) {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return 0, "", false
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0, "", false
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 2 {
-		return 0, "", false
-	}
-	ppid, err = strconv.Atoi(f[1])
-	return ppid, f[0], err == nil
 }
 
 func newPIDs(before, after map[int]bool) []int {
@@ -323,7 +305,7 @@ func newPIDs(before, after map[int]bool) []int {
 func alivePIDs(pids []int) []int {
 	var out []int
 	for _, p := range pids {
-		if _, state, ok := procStat(p); ok && state != "Z" {
+		if procstat.Alive(p) {
 			out = append(out, p)
 		}
 	}

@@ -138,22 +138,6 @@ func TestFindInstanceManagerAndInstances(t *testing.T) {
 	}
 }
 
-func TestParseStatPPID(t *testing.T) {
-	for in, want := range map[string]int{
-		"647 (longhorn) S 378 647 378 0 -1": 378,
-		"5 (a) b) (c) R 1 5 5 0":            1,
-	} {
-		if got, ok := parseStatPPID(in); !ok || got != want {
-			t.Errorf("parseStatPPID(%q) = %d, %v; want %d", in, got, ok, want)
-		}
-	}
-	for _, in := range []string{"", "5 (x", "5 (x) S"} {
-		if _, ok := parseStatPPID(in); ok {
-			t.Errorf("parseStatPPID(%q): want failure", in)
-		}
-	}
-}
-
 func TestDataSet(t *testing.T) {
 	d := DataSet{Seed: 7, Offset: 4096, Size: 1 << 20}
 	if err := d.Validate(); err != nil {

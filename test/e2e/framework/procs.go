@@ -1,7 +1,6 @@
 package framework
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"os"
@@ -13,6 +12,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/longhorn-go/longhorn/internal/procstat"
 )
 
 // proc is one process of /proc: pid, parent, command line.
@@ -38,10 +39,11 @@ func readProcs() ([]proc, error) {
 		if err != nil {
 			continue
 		}
-		ppid, ok := parseStatPPID(string(stat))
-		if !ok {
+		st, err := procstat.Parse(string(stat))
+		if err != nil {
 			continue
 		}
+		ppid := st.PPID
 		cl, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
 		if err != nil || len(cl) == 0 {
 			continue
@@ -49,21 +51,6 @@ func readProcs() ([]proc, error) {
 		out = append(out, proc{PID: pid, PPID: ppid, Argv: strings.Split(strings.TrimRight(string(cl), "\x00"), "\x00")})
 	}
 	return out, nil
-}
-
-// parseStatPPID returns field 4 (ppid) of /proc/PID/stat, whose field 2
-// (comm, in parentheses) may hold spaces and parentheses (proc(5)).
-func parseStatPPID(stat string) (int, bool) {
-	i := strings.LastIndexByte(stat, ')')
-	if i < 0 {
-		return 0, false
-	}
-	f := strings.Fields(stat[i+1:])
-	if len(f) < 2 {
-		return 0, false
-	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
 }
 
 // isLonghorn reports whether argv runs `longhorn SUB...` with sub as its
@@ -168,17 +155,7 @@ func (c *Cluster) killInstance(ctx context.Context, node, kind, flag, name strin
 		return pid, fmt.Errorf("kill -9 %d (%s): %w", pid, name, err)
 	}
 	err = poll(ctx, 10*time.Second, 50*time.Millisecond, func(context.Context) (bool, string, error) {
-		return !alive(pid), fmt.Sprintf("pid %d still alive", pid), nil
+		return !procstat.Alive(pid), fmt.Sprintf("pid %d still alive", pid), nil
 	})
 	return pid, err
-}
-
-// alive reports whether pid exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "stat"))
-	if err != nil {
-		return false
-	}
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
 }
