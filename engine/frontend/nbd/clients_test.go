@@ -231,7 +231,7 @@ func TestFioVerify(t *testing.T) {
 		} {
 			args := append([]string{"--name=verify", "--ioengine=nbd", "--uri=" + uri,
 				"--verify=crc32c", "--do_verify=1", "--verify_fatal=1", "--group_reporting",
-				"--output-format=json"}, job...)
+				"--output-format=json", "--verify_state_save=0"}, job...)
 			out := run(t, "fio", args...)
 			var res struct {
 				Jobs []struct {
