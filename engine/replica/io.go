@@ -132,7 +132,7 @@ func (s *Store) WriteAt(p []byte, off int64) (int, error) {
 		return 0, err
 	}
 	head := len(st.layers) - 1
-	n, err := rawio.Pwrite(st.layers[head].f, p, off)
+	n, err := writeChunked(st.layers[head].f, p, off)
 	// Mark the sectors regardless of err (as Longhorn): a failed write may
 	// still have allocated them in the head, and the index must agree with
 	// what a reopen would rebuild.
@@ -306,4 +306,35 @@ func (s *Store) punchLayers(lowest int, a, b int64) error {
 		}
 	}
 	return nil
+}
+
+// writeChunk is the most one pwrite of the head writes (bytes), at offsets
+// aligned to it.
+//
+// Why: the kernel sizes a page-cache folio it creates for a write by the
+// write's length, and on kernels with large folios for ext4 (6.16 and
+// later) every later write into a folio walks all of the folio's block
+// buffers (ext4_block_write_begin). After a 1 MiB sequential fill, a 4 KiB
+// overwrite cost the replica 28 us instead of 3 us (profiles of the replica
+// under fio randwrite: 54 % of its CPU in ext4_block_write_begin). Folios of
+// at most 64 KiB keep a 4 KiB overwrite at about 6 us while sequential
+// writes still move several GiB/s (measured on the benchmark VM: chunk
+// 1 MiB 12.4 us and 9.2 GiB/s, 64 KiB 5.9 us and 6.6 GiB/s, 16 KiB 3.9 us
+// and 3.9 GiB/s).
+const writeChunk = 64 << 10
+
+// writeChunked writes p at off with one pwrite per writeChunk-aligned piece.
+// It returns the bytes written and the first error.
+func writeChunked(f *os.File, p []byte, off int64) (int, error) {
+	done := 0
+	for done < len(p) {
+		at := off + int64(done)
+		n := min(len(p)-done, int(writeChunk-at%writeChunk))
+		w, err := rawio.Pwrite(f, p[done:done+n], at)
+		done += w
+		if err != nil {
+			return done, err
+		}
+	}
+	return done, nil
 }
