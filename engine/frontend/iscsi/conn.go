@@ -39,9 +39,11 @@ type conn struct {
 	tasks   map[uint32]*task
 	nextTTT uint32
 	execWG  sync.WaitGroup
-	wdone   chan struct{}
-	closed  atomic.Bool
-	textBuf []byte
+	// executing counts commands between dispatch and the end of execute.
+	executing atomic.Int32
+	wdone     chan struct{}
+	closed    atomic.Bool
+	textBuf   []byte
 }
 
 func newConn(t *Target, nc net.Conn) *conn {

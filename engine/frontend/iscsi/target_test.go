@@ -157,9 +157,52 @@ func (g *gatedBackend) WriteAt(p []byte, off int64) (int, error) {
 	return g.Backend.WriteAt(p, off)
 }
 
+// noInline makes every command run on a worker goroutine for the rest of
+// the test, so a command can be held running while the reader reads on.
+func noInline(t *testing.T) {
+	old := maxInline
+	maxInline = -1
+	t.Cleanup(func() { maxInline = old })
+}
+
+// TestAbortTaskAfterInlineCommand: a command the reader runs itself (a
+// WRITE at queue depth 1) completes before an ABORT TASK sent behind it is
+// read; the initiator gets the command's status, then "task does not exist"
+// (RFC 7143 11.5.1 c: its CmdSN is no longer in the window).
+func TestAbortTaskAfterInlineCommand(t *testing.T) {
+	g := &gatedBackend{entered: make(chan struct{}, 1), release: make(chan struct{})}
+	tt := startTarget(t, 1<<20, Config{}, func(b frontend.Backend) frontend.Backend { g.Backend = b; return g })
+	in := loggedIn(t, tt, loginOpts{})
+	witt := in.nextITT()
+	wsn := in.cmdSN
+	h, imm := in.cmdPDU(witt, 1, write10(0, 1), make([]byte, 512), 0)
+	in.send(&h, imm)
+	<-g.entered
+	var tm bhs
+	tm[0] = 0x40 | opTaskMgmt
+	tm[1] = 0x80 | tmfAbortTask
+	tm.setLUN(1 << 48)
+	tmITT := in.nextITT()
+	tm.setU32(16, tmITT)
+	tm.setU32(20, witt)
+	tm.setU32(24, in.cmdSN)
+	tm.setU32(32, wsn)
+	in.send(&tm, nil)
+	close(g.release)
+	rh, _ := in.recv()
+	if rh.opcode() != opSCSIResp || rh.itt() != witt || rh[3] != 0 {
+		t.Fatalf("got opcode 0x%02x itt %d status %d, want GOOD for the write", rh.opcode(), rh.itt(), rh[3])
+	}
+	rh, _ = in.recv()
+	if rh.opcode() != opTaskMgmtResp || rh.itt() != tmITT || rh[2] != tmfRespNoTask {
+		t.Fatalf("got opcode 0x%02x itt %d response %d, want TMF task does not exist", rh.opcode(), rh.itt(), rh[2])
+	}
+}
+
 // TestAbortTask: an aborted running command answers nothing; the TMF
 // response comes once the command stopped (RFC 7143 11.5.1).
 func TestAbortTask(t *testing.T) {
+	noInline(t)
 	g := &gatedBackend{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	tt := startTarget(t, 1<<20, Config{}, func(b frontend.Backend) frontend.Backend { g.Backend = b; return g })
 	in := loggedIn(t, tt, loginOpts{})

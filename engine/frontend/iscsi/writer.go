@@ -56,9 +56,11 @@ func (p *outPDU) release() {
 
 // sendQueue is an unbounded FIFO of responses. One drainer at a time
 // writes it: an executor goroutine that finds nobody writing drains the
-// queue itself (no wake-up of another goroutine on the hot path); the reader
-// goroutine never writes, it wakes the writer goroutine instead, so a slow
-// initiator can never block the reader into a deadlock.
+// queue itself (no wake-up of another goroutine on the hot path). The reader
+// goroutine writes only the response of a command it ran itself (a READ or
+// WRITE of at most maxInline bytes while nothing else executes, see
+// dispatch); everything else it queues wakes the writer goroutine, so an
+// initiator that stops reading cannot block the reader for long.
 type sendQueue struct {
 	mu      sync.Mutex
 	items   []*outPDU

@@ -29,6 +29,11 @@ func init() {
 		Baseline: "t", MinRead: 1.0, MinWrite: 1.0, Start: engineISCSIStarter(1)})
 	registerTarget(Target{Key: "j", Order: 80, Name: "longhorn engine, 3 replicas, iSCSI frontend",
 		Baseline: "t", MinRead: 0.5, MinWrite: 0.3, Start: engineISCSIStarter(3)})
+	// A/B rows: (i) and (j) with the -longhorn-alt binary.
+	registerTarget(Target{Key: "I", Order: 71, Name: "(i) with the -longhorn-alt binary",
+		Baseline: "t", MinRead: 1.0, MinWrite: 1.0, Start: withAlt(engineISCSIStarter(1)), Optional: true})
+	registerTarget(Target{Key: "J", Order: 81, Name: "(j) with the -longhorn-alt binary",
+		Baseline: "t", MinRead: 0.5, MinWrite: 0.3, Start: withAlt(engineISCSIStarter(3)), Optional: true})
 }
 
 const fioInitiator = "iqn.2024-01.io.longhorn:bench-fio"
@@ -206,7 +211,7 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			return nil, err
 		}
 		for _, p := range started {
-			ep.Processes = append(ep.Processes, Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("iscsi%d-", n)), Pid: p.cmd.Process.Pid})
+			ep.Processes = append(ep.Processes, Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("%siscsi%d-", env.Tag, n)), Pid: p.cmd.Process.Pid})
 		}
 		ep.Stop = stop
 		return ep, nil
@@ -219,7 +224,7 @@ func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*
 	size := strconv.FormatInt(env.Size, 10)
 	ctlArgs := []string{"engine", "controller", "vol", "--size", size, "--frontend", "iscsi"}
 	for i := range n {
-		name := fmt.Sprintf("iscsi%d-replica%d", n, i)
+		name := fmt.Sprintf("%siscsi%d-replica%d", env.Tag, n, i)
 		dir := filepath.Join(env.Dir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -247,7 +252,7 @@ func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*
 	portal := "127.0.0.1:" + strconv.Itoa(ports)
 	ctlArgs = append(ctlArgs, "--iscsi-listen", portal, "--listen", "127.0.0.1:"+strconv.Itoa(ports+1))
 	ctlArgs = append(ctlArgs, env.engineFlags(env.ControllerFlags)...)
-	ctl, err := env.Procs.start(fmt.Sprintf("iscsi%d-controller", n), env.Longhorn, ctlArgs...)
+	ctl, err := env.Procs.start(fmt.Sprintf("%siscsi%d-controller", env.Tag, n), env.Longhorn, ctlArgs...)
 	if err != nil {
 		return nil, err
 	}

@@ -37,6 +37,11 @@ func init() {
 
 // altEngine is engineStarter(n) with the -longhorn-alt binary.
 func altEngine(n int) func(context.Context, *Env) (*Endpoint, error) {
+	return withAlt(engineStarter(n))
+}
+
+// withAlt runs start with the -longhorn-alt binary in a directory of its own.
+func withAlt(start func(context.Context, *Env) (*Endpoint, error)) func(context.Context, *Env) (*Endpoint, error) {
 	return func(ctx context.Context, env *Env) (*Endpoint, error) {
 		if env.LonghornAlt == "" {
 			return nil, fmt.Errorf("%w: no -longhorn-alt binary", errUnavailable)
@@ -48,7 +53,7 @@ func altEngine(n int) func(context.Context, *Env) (*Endpoint, error) {
 		if err := os.MkdirAll(alt.Dir, 0o755); err != nil {
 			return nil, err
 		}
-		return engineStarter(n)(ctx, &alt)
+		return start(ctx, &alt)
 	}
 }
 
