@@ -68,9 +68,10 @@ func (r *remote) close() {
 // dataAddr is the data server, P+1.
 func (r *remote) dataAddr() string { return net.JoinHostPort(r.host, strconv.Itoa(r.port+1)) }
 
-// dialData opens the dataconn connections to P+1.
+// dialData opens the dataconn connections to P+1, over the replica's local
+// socket when it runs on this node (dataconn.DialReplica).
 func (r *remote) dialData(ctx context.Context, opts dataconn.Options) (*dataconn.Client, error) {
-	c, err := dataconn.Dial(ctx, "tcp", r.dataAddr(), opts)
+	c, err := dataconn.DialReplica(ctx, r.dataAddr(), opts)
 	if err != nil {
 		return nil, fmt.Errorf("replica %s: %w", r.addr, err)
 	}

@@ -75,8 +75,9 @@ func (o Options) withDefaults() Options {
 // waits on is read by the pings (PingInterval), which is how a replica that
 // died while idle is noticed.
 type Client struct {
-	addr string
-	opts Options
+	addr  string
+	local bool
+	opts  Options
 
 	conns   []*clientConn
 	rr      atomic.Uint32
@@ -323,13 +324,30 @@ func (cc *clientConn) submit(op *Op) {
 
 // flushLocked writes the queue until it is empty; it is entered with mu held
 // and returns with it released. Submitters arriving meanwhile only append.
-func (cc *clientConn) flushLocked() {
+//
+// A submitter never waits for socket buffer space: when the socket is full
+// (a replica that stopped reading, or a large write on a unix socket with its
+// small buffer), the rest is written by a goroutine of its own and the
+// submitter returns, so it can send the same request to the other replicas
+// and wait for their answers (the stuck replica then times out alone).
+func (cc *clientConn) flushLocked() { cc.flushQueue(false) }
+
+func (cc *clientConn) flushQueue(wait bool) {
 	for len(cc.queue) > 0 && cc.broken == nil {
 		bufs := cc.queue
 		cc.queue = cc.spare[:0]
 		cc.mu.Unlock()
 		cc.wbuf = bufs
-		_, err := rawio.Writev(cc.nc, &cc.wbuf)
+		var err error
+		if wait {
+			_, err = rawio.Writev(cc.nc, &cc.wbuf)
+		} else {
+			var blocked bool
+			if _, blocked, err = rawio.TryWritev(cc.nc, &cc.wbuf); blocked && err == nil {
+				go cc.finishFlush(bufs) // ends once written or the connection is closed
+				return
+			}
+		}
 		cc.wbuf = nil
 		clear(bufs)
 		cc.mu.Lock()
@@ -342,6 +360,22 @@ func (cc *clientConn) flushLocked() {
 	}
 	cc.writing = false
 	cc.mu.Unlock()
+}
+
+// finishFlush writes the rest of cc.wbuf (what TryWritev left of bufs),
+// waiting for buffer space, then goes on with the queue.
+func (cc *clientConn) finishFlush(bufs net.Buffers) {
+	_, err := rawio.Writev(cc.nc, &cc.wbuf)
+	cc.wbuf = nil
+	clear(bufs)
+	cc.mu.Lock()
+	cc.spare = bufs[:0]
+	if err != nil {
+		cc.mu.Unlock()
+		cc.c.fail(fmt.Errorf("dataconn: write to %s: %w", cc.c.addr, err))
+		cc.mu.Lock()
+	}
+	cc.flushQueue(true)
 }
 
 // breakConn closes the connection and completes all pending requests with err.

@@ -100,6 +100,18 @@ func (c *Conn) Write(p []byte) (int, error) {
 // Writev writes every buffer of *bufs with as few writev calls as possible
 // and consumes them as net.Buffers.WriteTo does. It returns the bytes written.
 func (c *Conn) Writev(bufs *net.Buffers) (int64, error) {
+	n, _, err := c.writev(bufs, true)
+	return n, err
+}
+
+// TryWritev is Writev without waiting: it writes what the socket takes now
+// and returns the bytes written and blocked = true when the socket buffer
+// filled up before all of *bufs was written (the rest stays in *bufs).
+func (c *Conn) TryWritev(bufs *net.Buffers) (n int64, blocked bool, err error) {
+	return c.writev(bufs, false)
+}
+
+func (c *Conn) writev(bufs *net.Buffers, wait bool) (int64, bool, error) {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
 	var total int64
@@ -128,20 +140,23 @@ func (c *Conn) Writev(bufs *net.Buffers) (int64, error) {
 					continue
 				}
 				n, errno = int(r), e
-				return e != syscall.EAGAIN
+				return e != syscall.EAGAIN || !wait
 			}
 		})
 		clear(iov)
+		if err == nil && errno == syscall.EAGAIN {
+			return total, true, nil
+		}
 		if err == nil && errno != 0 {
 			err = &net.OpError{Op: "write", Net: c.LocalAddr().Network(), Addr: c.RemoteAddr(), Err: os.NewSyscallError("writev", errno)}
 		}
 		if err != nil {
-			return total, err
+			return total, false, err
 		}
 		total += int64(n)
 		consume(bufs, int64(n))
 	}
-	return total, nil
+	return total, false, nil
 }
 
 // consume drops the first n bytes of *bufs, as net.Buffers does after a write.
@@ -165,6 +180,16 @@ func Writev(w io.Writer, bufs *net.Buffers) (int64, error) {
 		return c.Writev(bufs)
 	}
 	return bufs.WriteTo(w)
+}
+
+// TryWritev is Conn.TryWritev when w is a *Conn; other writers get a
+// blocking net.Buffers.WriteTo (blocked is then always false).
+func TryWritev(w io.Writer, bufs *net.Buffers) (n int64, blocked bool, err error) {
+	if c, ok := w.(*Conn); ok {
+		return c.TryWritev(bufs)
+	}
+	n, err = bufs.WriteTo(w)
+	return n, false, err
 }
 
 // errShortWrite is a pwrite that made no progress without an error.

@@ -78,7 +78,12 @@ func Start(cfg Config, log logrus.FieldLogger) (*Process, error) {
 		}
 		lns = append(lns, ln)
 	}
-	pr := &Process{Server: srv, errc: make(chan error, 3), log: log}
+	local, err := dataconn.ListenLocal(lns[1].Addr().String())
+	if err != nil {
+		// Engines on this node then use TCP, as remote ones do.
+		log.WithError(err).Warn("replica: no local data socket")
+	}
+	pr := &Process{Server: srv, errc: make(chan error, 4), log: log}
 	pr.ctl = grpc.NewServer()
 	enginerpc.RegisterReplicaServiceServer(pr.ctl, srv)
 	pr.data = dataconn.NewServer(dataHandler{srv}, log)
@@ -88,6 +93,9 @@ func Start(cfg Config, log logrus.FieldLogger) (*Process, error) {
 	enginerpc.RegisterSyncAgentServiceServer(pr.sync, pr.agent)
 	go func() { pr.errc <- pr.ctl.Serve(lns[0]) }()
 	go func() { pr.errc <- pr.data.Serve(lns[1]) }()
+	if local != nil {
+		go func() { pr.errc <- pr.data.Serve(local) }()
+	}
 	go func() { pr.errc <- pr.sync.Serve(lns[2]) }()
 	log.WithFields(logrus.Fields{"dir": cfg.Dir, "grpc": lns[0].Addr().String(), "data": lns[1].Addr().String(),
 		"sync": lns[2].Addr().String()}).Info("replica: serving")
