@@ -79,9 +79,11 @@ type Client struct {
 	local bool
 	opts  Options
 
-	conns   []*clientConn
-	rr      atomic.Uint32
-	timeout atomic.Int64 // ns
+	conns    []*clientConn
+	rr       atomic.Uint32
+	inflight atomic.Int32 // requests sent and not answered, over all connections
+	lowDepth atomic.Int32 // reads in a row that found at most one request in flight
+	timeout  atomic.Int64 // ns
 
 	failOnce sync.Once
 	failErr  error
@@ -305,6 +307,7 @@ func (cc *clientConn) submit(op *Op) {
 	op.cc = cc
 	op.start = nanotime()
 	cc.pending[op.seq] = op
+	cc.c.inflight.Add(1)
 	h := Header{Seq: op.seq, Type: op.typ, Offset: op.off, Size: op.size}
 	if op.typ == TypeWrite {
 		h.DataLen = uint32(len(op.buf))
@@ -388,6 +391,7 @@ func (cc *clientConn) breakConn(err error) {
 	for seq, op := range cc.pending {
 		ops = append(ops, op)
 		delete(cc.pending, seq)
+		cc.c.inflight.Add(-1)
 	}
 	clear(cc.queue)
 	cc.queue = cc.queue[:0]
@@ -429,6 +433,7 @@ func (cc *clientConn) take(seq uint32) *Op {
 	op := cc.pending[seq]
 	if op != nil {
 		delete(cc.pending, seq)
+		cc.c.inflight.Add(-1)
 	}
 	cc.mu.Unlock()
 	return op
@@ -499,10 +504,37 @@ func (cc *clientConn) unparkLocked(op *Op) {
 	op.parked = false
 }
 
+// readSpin is how long the reader of a client with a single request in
+// flight spins for its answer before it parks (rawio.Conn.SetReadSpin):
+// about a replica's answer time on the same node at queue depth 1.
+var readSpin = 50 * time.Microsecond
+
+// spinRun is how many reads in a row must find a single request in flight
+// before readers spin: a sustained queue depth of 1, not a dip of a deep
+// queue (where the processors are busy and a spinning reader takes one
+// from the requests that need it; measured: -14 % at depth 32 without it).
+const spinRun = 8
+
+// spinFor returns how long the next read of an answer may spin.
+func (c *Client) spinFor() time.Duration {
+	if c.inflight.Load() > 1 {
+		c.lowDepth.Store(0)
+		return 0
+	}
+	if c.lowDepth.Add(1) < spinRun {
+		return 0
+	}
+	return readSpin
+}
+
 // readUntil reads and completes answers until op is complete or the
 // connection fails (which fails the client and so completes op).
 func (cc *clientConn) readUntil(op *Op) {
+	rc, _ := cc.nc.(*rawio.Conn)
 	for !op.finished.Load() {
+		if rc != nil {
+			rc.SetReadSpin(cc.c.spinFor())
+		}
 		if err := cc.readOne(cc.br); err != nil {
 			cc.c.fail(fmt.Errorf("dataconn: read from %s: %w", cc.c.addr, err))
 			return

@@ -105,3 +105,26 @@ func TestStuckReplicaDoesNotBlockSubmitter(t *testing.T) {
 		t.Fatalf("write to a stuck server: %v, want ErrTimeout", err)
 	}
 }
+
+// TestSpinOnlyAtSustainedDepthOne: readers spin once spinRun reads in a row
+// found at most one request in flight, and stop at once when more are.
+func TestSpinOnlyAtSustainedDepthOne(t *testing.T) {
+	var c Client
+	c.inflight.Store(1)
+	for i := 1; i < spinRun; i++ {
+		if d := c.spinFor(); d != 0 {
+			t.Fatalf("read %d at depth 1 spins %v, want 0 before %d reads", i, d, spinRun)
+		}
+	}
+	if d := c.spinFor(); d != readSpin {
+		t.Fatalf("read %d at depth 1 spins %v, want %v", spinRun, d, readSpin)
+	}
+	c.inflight.Store(2)
+	if d := c.spinFor(); d != 0 {
+		t.Fatalf("depth 2 spins %v", d)
+	}
+	c.inflight.Store(1)
+	if d := c.spinFor(); d != 0 {
+		t.Fatalf("first read back at depth 1 spins %v", d)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"runtime"
 	"sync"
 	"syscall"
+	"time"
 	"unsafe"
 )
 
@@ -42,7 +43,21 @@ type Conn struct {
 
 	wmu sync.Mutex
 	iov []syscall.Iovec // writev scratch, guarded by wmu
+
+	// spin is how long Read retries a read that found no data before it
+	// parks the goroutine in the network poller (SetReadSpin).
+	spin time.Duration
 }
+
+// SetReadSpin makes later Reads retry for up to d (busy, with non-blocking
+// reads) when no data is there yet, before they wait in the network poller;
+// 0 turns it off. Only the goroutine that reads may call it.
+//
+// Why: on the benchmark VM parking a goroutine and waking it (epoll, futex,
+// a context switch, an idle vCPU woken by an interrupt) costs more than the
+// whole answer of a replica on the same node at queue depth 1; a caller that
+// knows an answer is due within microseconds spins instead.
+func (c *Conn) SetReadSpin(d time.Duration) { c.spin = d }
 
 // Wrap returns nc as a *Conn when it exposes its file descriptor (TCP and unix
 // sockets), otherwise nc itself (e.g. net.Pipe in tests).
@@ -68,11 +83,21 @@ func (c *Conn) Read(p []byte) (int, error) {
 	}
 	var n int
 	var errno syscall.Errno
+	var until time.Time
 	err := c.rc.Read(func(fd uintptr) bool {
 		for {
 			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
 			if e == syscall.EINTR {
 				continue
+			}
+			if e == syscall.EAGAIN && c.spin > 0 {
+				if until.IsZero() {
+					until = time.Now().Add(c.spin)
+					continue
+				}
+				if time.Now().Before(until) {
+					continue
+				}
 			}
 			n, errno = int(r), e
 			return e != syscall.EAGAIN

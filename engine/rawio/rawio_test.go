@@ -187,3 +187,34 @@ func TestPreadPwriteOneProc(t *testing.T) {
 	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
 	TestPreadPwrite(t)
 }
+
+// TestReadSpin: a spinning Read returns data that arrives while it spins and,
+// once the spin ran out, waits in the poller for data that comes later; a
+// TryWritev on a full socket reports blocked and keeps the rest.
+func TestReadSpin(t *testing.T) {
+	c, s := pair(t, "unix")
+	rc := c.(*Conn)
+	rc.SetReadSpin(time.Second)
+	go func() {
+		time.Sleep(time.Millisecond)
+		_, _ = s.Write([]byte("a"))
+	}()
+	buf := make([]byte, 8)
+	if n, err := rc.Read(buf); err != nil || string(buf[:n]) != "a" {
+		t.Fatalf("spinning read: %q %v", buf[:n], err)
+	}
+	rc.SetReadSpin(50 * time.Microsecond)
+	go func() {
+		time.Sleep(20 * time.Millisecond)
+		_, _ = s.Write([]byte("b"))
+	}()
+	if n, err := rc.Read(buf); err != nil || string(buf[:n]) != "b" {
+		t.Fatalf("read after the spin ran out: %q %v", buf[:n], err)
+	}
+	big := make([]byte, 16<<20)
+	bufs := net.Buffers{big}
+	n, blocked, err := rc.TryWritev(&bufs)
+	if err != nil || !blocked || n <= 0 || n >= int64(len(big)) || int64(len(bufs[0])) != int64(len(big))-n {
+		t.Fatalf("TryWritev of 16 MiB to a peer that does not read: n %d blocked %v err %v rest %d", n, blocked, err, len(bufs[0]))
+	}
+}
