@@ -351,15 +351,7 @@ func (cc *clientConn) flushQueue(wait bool) {
 				return
 			}
 		}
-		cc.wbuf = nil
-		clear(bufs)
-		cc.mu.Lock()
-		cc.spare = bufs[:0]
-		if err != nil {
-			cc.mu.Unlock()
-			cc.c.fail(fmt.Errorf("dataconn: write to %s: %w", cc.c.addr, err))
-			cc.mu.Lock()
-		}
+		cc.written(bufs, err)
 	}
 	cc.writing = false
 	cc.mu.Unlock()
@@ -369,6 +361,13 @@ func (cc *clientConn) flushQueue(wait bool) {
 // waiting for buffer space, then goes on with the queue.
 func (cc *clientConn) finishFlush(bufs net.Buffers) {
 	_, err := rawio.Writev(cc.nc, &cc.wbuf)
+	cc.written(bufs, err)
+	cc.flushQueue(true)
+}
+
+// written recycles bufs, the batch just written, and fails the client on a
+// write error. It is entered without mu and returns with it held.
+func (cc *clientConn) written(bufs net.Buffers, err error) {
 	cc.wbuf = nil
 	clear(bufs)
 	cc.mu.Lock()
@@ -378,7 +377,6 @@ func (cc *clientConn) finishFlush(bufs net.Buffers) {
 		cc.c.fail(fmt.Errorf("dataconn: write to %s: %w", cc.c.addr, err))
 		cc.mu.Lock()
 	}
-	cc.flushQueue(true)
 }
 
 // breakConn closes the connection and completes all pending requests with err.

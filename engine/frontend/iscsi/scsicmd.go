@@ -240,21 +240,12 @@ func (c *conn) dispatch(t *task) {
 	}
 	t.wg.Add(1)
 	c.execWG.Add(1)
-	if c.executing.Add(1) == 1 && c.pr.r.Buffered() == 0 && inlineCDB(t.cdb[:], t.edtl) && t.prepErr == nil {
+	if c.executing.Add(1) == 1 && c.pr.r.Buffered() == 0 && t.prepErr == nil &&
+		t.edtl <= maxInline && scsi.IsReadWrite(t.cdb[:]) {
 		c.execute(t)
 		return
 	}
 	c.t.pool.run(job{c, t})
-}
-
-// inlineCDB reports whether cdb is a READ or WRITE (6/10/12/16, SBC-4 5.x)
-// moving at most maxInline bytes (edtl, the expected data transfer length).
-func inlineCDB(cdb []byte, edtl int) bool {
-	switch cdb[0] {
-	case 0x08, 0x28, 0xa8, 0x88, 0x0a, 0x2a, 0xaa, 0x8a:
-		return edtl <= maxInline
-	}
-	return false
 }
 
 func (c *conn) execute(t *task) {

@@ -165,11 +165,11 @@ func noInline(t *testing.T) {
 	t.Cleanup(func() { maxInline = old })
 }
 
-// TestAbortTaskAfterInlineCommand: a command the reader runs itself (a
-// WRITE at queue depth 1) completes before an ABORT TASK sent behind it is
-// read; the initiator gets the command's status, then "task does not exist"
-// (RFC 7143 11.5.1 c: its CmdSN is no longer in the window).
-func TestAbortTaskAfterInlineCommand(t *testing.T) {
+// abortHeldWrite starts a target whose backend holds WriteAt until the gate
+// is released, sends a one-block WRITE(10) and, once the write is held, an
+// ABORT TASK for it. It returns the initiator, the gate, the write's ITT and
+// the TMF PDU as sent.
+func abortHeldWrite(t *testing.T) (*testInitiator, *gatedBackend, uint32, bhs) {
 	g := &gatedBackend{entered: make(chan struct{}, 1), release: make(chan struct{})}
 	tt := startTarget(t, 1<<20, Config{}, func(b frontend.Backend) frontend.Backend { g.Backend = b; return g })
 	in := loggedIn(t, tt, loginOpts{})
@@ -182,12 +182,21 @@ func TestAbortTaskAfterInlineCommand(t *testing.T) {
 	tm[0] = 0x40 | opTaskMgmt
 	tm[1] = 0x80 | tmfAbortTask
 	tm.setLUN(1 << 48)
-	tmITT := in.nextITT()
-	tm.setU32(16, tmITT)
+	tm.setU32(16, in.nextITT())
 	tm.setU32(20, witt)
 	tm.setU32(24, in.cmdSN)
 	tm.setU32(32, wsn)
 	in.send(&tm, nil)
+	return in, g, witt, tm
+}
+
+// TestAbortTaskAfterInlineCommand: a command the reader runs itself (a
+// WRITE at queue depth 1) completes before an ABORT TASK sent behind it is
+// read; the initiator gets the command's status, then "task does not exist"
+// (RFC 7143 11.5.1 c: its CmdSN is no longer in the window).
+func TestAbortTaskAfterInlineCommand(t *testing.T) {
+	in, g, witt, tm := abortHeldWrite(t)
+	tmITT := tm.itt()
 	close(g.release)
 	rh, _ := in.recv()
 	if rh.opcode() != opSCSIResp || rh.itt() != witt || rh[3] != 0 {
@@ -203,24 +212,8 @@ func TestAbortTaskAfterInlineCommand(t *testing.T) {
 // response comes once the command stopped (RFC 7143 11.5.1).
 func TestAbortTask(t *testing.T) {
 	noInline(t)
-	g := &gatedBackend{entered: make(chan struct{}, 1), release: make(chan struct{})}
-	tt := startTarget(t, 1<<20, Config{}, func(b frontend.Backend) frontend.Backend { g.Backend = b; return g })
-	in := loggedIn(t, tt, loginOpts{})
-	witt := in.nextITT()
-	wsn := in.cmdSN
-	h, imm := in.cmdPDU(witt, 1, write10(0, 1), make([]byte, 512), 0)
-	in.send(&h, imm)
-	<-g.entered
-	var tm bhs
-	tm[0] = 0x40 | opTaskMgmt
-	tm[1] = 0x80 | tmfAbortTask
-	tm.setLUN(1 << 48)
-	tmITT := in.nextITT()
-	tm.setU32(16, tmITT)
-	tm.setU32(20, witt)
-	tm.setU32(24, in.cmdSN)
-	tm.setU32(32, wsn)
-	in.send(&tm, nil)
+	in, g, _, tm := abortHeldWrite(t)
+	tmITT := tm.itt()
 	if _, _, err := in.tryRead(false, false, 200*time.Millisecond); err == nil {
 		t.Fatal("TMF answered while the aborted command still ran")
 	}

@@ -51,6 +51,19 @@ const (
 	maxServiceActions = 32
 )
 
+// IsReadWrite reports whether cdb is a READ or WRITE (6, 10, 12 or 16;
+// SBC-4 5.13-5.16, 5.35-5.38): a plain data transfer to or from the medium.
+func IsReadWrite(cdb []byte) bool {
+	if len(cdb) == 0 {
+		return false
+	}
+	switch cdb[0] {
+	case opRead6, opRead10, opRead12, opRead16, opWrite6, opWrite10, opWrite12, opWrite16:
+		return true
+	}
+	return false
+}
+
 // op flags
 const (
 	flagNoUA       = 1 << iota // not failed by a pending unit attention
