@@ -236,9 +236,9 @@ func TestReplicatorFlushReachesAll(t *testing.T) {
 	}
 }
 
-// TestPickReader: with no read in flight the replica used last is kept (a
-// depth-1 reader stays on one replica); otherwise the RW replica with the
-// fewest reads in flight is chosen; WO and ERR replicas are never chosen.
+// TestPickReader: the replica used last is kept while it has fewer than
+// stickyReads reads in flight; then the RW replica with the fewest reads in
+// flight is chosen and kept in turn; WO and ERR replicas are never chosen.
 func TestPickReader(t *testing.T) {
 	var r replicator
 	bs := make([]*backend, 3)
@@ -254,19 +254,27 @@ func TestPickReader(t *testing.T) {
 			t.Fatalf("idle replicas, pick %d: %d, want 0 (sticky)", i, got)
 		}
 	}
-	bs[0].reads.Store(2)
+	bs[0].reads.Store(stickyReads - 1)
+	if got := r.pickReader(bs); got != 0 {
+		t.Fatalf("loads %d,0,0: %d, want 0 (below stickyReads)", stickyReads-1, got)
+	}
+	bs[0].reads.Store(stickyReads)
 	bs[1].reads.Store(1)
 	bs[2].reads.Store(1)
 	if got := r.pickReader(bs); got != 1 {
-		t.Fatalf("loads 2,1,1: %d, want 1", got)
+		t.Fatalf("loads %d,1,1: %d, want 1", stickyReads, got)
 	}
 	bs[1].reads.Store(3)
+	if got := r.pickReader(bs); got != 1 {
+		t.Fatalf("loads %d,3,1: %d, want 1 (now the one used last)", stickyReads, got)
+	}
+	bs[1].reads.Store(stickyReads + 1)
 	if got := r.pickReader(bs); got != 2 {
-		t.Fatalf("loads 2,3,1: %d, want 2", got)
+		t.Fatalf("loads %d,%d,1: %d, want 2", stickyReads, stickyReads+1, got)
 	}
 	bs[2].mode.Store(int32(ModeWO))
 	if got := r.pickReader(bs); got != 0 {
-		t.Fatalf("loads 2,3,WO: %d, want 0", got)
+		t.Fatalf("loads %d,%d,WO: %d, want 0", stickyReads, stickyReads+1, got)
 	}
 	bs[0].mode.Store(int32(ModeERR))
 	bs[1].mode.Store(int32(ModeERR))
