@@ -286,15 +286,9 @@ type clientConn struct {
 	waiters []*Op // parked Waits that may take the reader role (entries may be stale)
 }
 
-// clientReadBuffer is the size of a connection's read buffer (bytes); read
-// payloads of this size or more that find it empty are read straight into
-// the caller's buffer. 1 MiB lets one read system call take every answer a
-// deep queue has waiting (32 answers of 4 KiB, or 8 of 128 KiB), at the
-// price of copying smaller payloads once more in memory. Measured on the
-// benchmark (same run, NBD, 4 KiB random reads at depth 32): engine CPU per
-// read -10 to -18 %, reads +16 to +22 % against 64 KiB; 256 KiB fell between.
-// It costs 1 MiB per connection (Options.Conns per replica).
-const clientReadBuffer = 1 << 20
+// clientReadBuffer is the size of a connection's read buffer; larger read
+// payloads that find it empty are read straight into the caller's buffer.
+const clientReadBuffer = 64 << 10
 
 func newClientConn(c *Client, nc net.Conn) *clientConn {
 	return &clientConn{c: c, nc: nc, br: bufio.NewReaderSize(nc, clientReadBuffer), pending: make(map[uint32]*Op, 64)}
