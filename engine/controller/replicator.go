@@ -203,9 +203,6 @@ func (r *replicator) pickReader(bs []*backend) int {
 		return -1
 	}
 	last := int(r.lastRead.Load())
-	if last < n && bs[last].getMode() == ModeRW && bs[last].reads.Load() < stickyReads {
-		return last
-	}
 	best, load := -1, int32(0)
 	for k := 0; k < n; k++ {
 		i := (last + k) % n
@@ -213,7 +210,11 @@ func (r *replicator) pickReader(bs []*backend) int {
 		if b.getMode() != ModeRW {
 			continue
 		}
-		if l := b.reads.Load(); best < 0 || l < load {
+		l := b.reads.Load()
+		if i == last && l < stickyReads {
+			return i
+		}
+		if best < 0 || l < load {
 			best, load = i, l
 		}
 	}
