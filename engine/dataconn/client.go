@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/longhorn-go/longhorn/engine/rawio"
+	"github.com/longhorn-go/longhorn/engine/shm"
 )
 
 // Client errors.
@@ -79,6 +80,9 @@ type Client struct {
 	local bool
 	opts  Options
 
+	// Shared memory with a local replica (shm.go); nil without.
+	wregion, rregion *shm.Region
+
 	conns    []*clientConn
 	rr       atomic.Uint32
 	inflight atomic.Int32 // requests sent and not answered, over all connections
@@ -95,12 +99,30 @@ type Client struct {
 // ("tcp", "HOST:PORT" or "unix", PATH) and starts the ping loop and the
 // timeout watchdog.
 func Dial(ctx context.Context, network, addr string, opts Options) (*Client, error) {
+	return dialConns(ctx, network, addr, opts, false)
+}
+
+// dialConns is Dial; with useShm set, it offers shared memory on unix connections
+// (attachShm) and uses it on those where the replica took it.
+func dialConns(ctx context.Context, network, addr string, opts Options, useShm bool) (*Client, error) {
 	opts = opts.withDefaults()
 	c := &Client{addr: addr, opts: opts, done: make(chan struct{})}
 	c.timeout.Store(int64(opts.Timeout))
+	if useShm {
+		c.wregion = shm.Arena()
+		if r, err := shm.Create("longhorn-dataconn-read", readRegionSize); err == nil && c.wregion != nil {
+			c.rregion = r
+		}
+	}
 	var d net.Dialer
 	for i := 0; i < opts.Conns; i++ {
 		nc, err := d.DialContext(ctx, network, addr)
+		var shared bool
+		if err == nil && c.rregion != nil {
+			if shared, err = attachShm(nc, c.wregion, c.rregion); err != nil {
+				nc.Close()
+			}
+		}
 		if err != nil {
 			c.Close()
 			return nil, fmt.Errorf("dataconn: dial %s: %w", addr, err)
@@ -108,7 +130,9 @@ func Dial(ctx context.Context, network, addr string, opts Options) (*Client, err
 		if tc, ok := nc.(*net.TCPConn); ok {
 			_ = tc.SetNoDelay(true)
 		}
-		c.conns = append(c.conns, newClientConn(c, rawio.Wrap(nc)))
+		cc := newClientConn(c, rawio.Wrap(nc))
+		cc.shm = shared
+		c.conns = append(c.conns, cc)
 	}
 	c.wg.Add(1)
 	go c.watch()
@@ -284,6 +308,7 @@ type clientConn struct {
 	broken  error
 	reading bool  // a goroutine holds the reader role
 	waiters []*Op // parked Waits that may take the reader role (entries may be stale)
+	shm     bool  // the replica mapped the Client's regions on this connection
 }
 
 // clientReadBuffer is the size of a connection's read buffer; larger read
@@ -312,9 +337,13 @@ func (cc *clientConn) submit(op *Op) {
 	if op.typ == TypeWrite {
 		h.DataLen = uint32(len(op.buf))
 	}
+	wire := op.hdr[:HeaderSize]
+	if cc.shm {
+		wire = cc.c.shmRef(op, &h)
+	}
 	h.Encode(op.hdr[:])
-	cc.queue = append(cc.queue, op.hdr[:])
-	if h.DataLen > 0 {
+	cc.queue = append(cc.queue, wire)
+	if h.Type == TypeWrite && h.DataLen > 0 {
 		cc.queue = append(cc.queue, op.buf)
 	}
 	if cc.writing {
@@ -573,6 +602,9 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 			}
 			return int(h.Size), nil, nil
 		}
+		if op.slot != nil {
+			return op.fromSlot(h, len(op.buf))
+		}
 		if int(h.DataLen) != len(op.buf) {
 			return 0, nil, fmt.Errorf("%w: read of %d bytes answered with %d", ErrProtocol, len(op.buf), h.DataLen)
 		}
@@ -581,6 +613,10 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 		}
 		return len(op.buf), nil, nil
 	case TypeEOF:
+		if op.slot != nil {
+			n, _, err := op.fromSlot(h, int(h.Size))
+			return n, io.ErrUnexpectedEOF, err
+		}
 		if op.typ != TypeRead || int(h.DataLen) > len(op.buf) {
 			return 0, nil, fmt.Errorf("%w: EOF with %d bytes in answer to %v", ErrProtocol, h.DataLen, op.typ)
 		}
@@ -589,6 +625,7 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 		}
 		return int(h.DataLen), io.ErrUnexpectedEOF, nil
 	case TypeError, TypeENOSPC:
+		op.freeSlot()
 		msg, err := readErrorText(br, h.DataLen)
 		if err != nil {
 			return 0, nil, err
@@ -604,9 +641,11 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 
 // Op is one request in flight. Wait returns its result and recycles it.
 type Op struct {
-	hdr   [HeaderSize]byte
+	hdr   [HeaderSize + shmRefSize]byte
 	typ   MsgType
 	buf   []byte
+	slot  []byte      // the read region block a ShmRead fills, nil otherwise
+	rr    *shm.Region // the region slot came from
 	off   int64
 	size  uint32
 	seq   uint32
@@ -629,7 +668,7 @@ var doubleCompletions atomic.Int64
 func getOp(typ MsgType, p []byte, off int64, size uint32) *Op {
 	op := opPool.Get().(*Op)
 	op.typ, op.buf, op.off, op.size = typ, p, off, size
-	op.cc = nil
+	op.cc, op.slot, op.rr = nil, nil, nil
 	op.finished.Store(false)
 	select {
 	case <-op.sig: // a stale token from the previous use

@@ -26,11 +26,12 @@ const localDialTimeout = 2 * time.Second
 
 // DialReplica opens the data connections to the replica data server at TCP
 // address tcpAddr: over its local socket (LocalName) when the replica runs in
-// this network namespace, else over TCP. The client's Addr is tcpAddr either
-// way. Errors are those of the TCP Dial.
+// this network namespace (offering it shared memory, see shm.go), else over
+// TCP. The client's Addr is tcpAddr either way. Errors are those of the TCP
+// Dial.
 func DialReplica(ctx context.Context, tcpAddr string, opts Options) (*Client, error) {
 	lctx, cancel := context.WithTimeout(ctx, localDialTimeout)
-	c, err := Dial(lctx, "unix", LocalName(tcpAddr), opts)
+	c, err := dialConns(lctx, "unix", LocalName(tcpAddr), opts, true)
 	cancel()
 	if err == nil {
 		c.addr = tcpAddr

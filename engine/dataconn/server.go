@@ -2,6 +2,7 @@ package dataconn
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/rawio"
+	"github.com/longhorn-go/longhorn/engine/shm"
 )
 
 // Handler is what a data server serves: one replica's store. Offsets and
@@ -139,9 +141,13 @@ func (s *Server) Conns() int {
 // breaks the protocol. It closes nc before returning.
 func (s *Server) ServeConn(nc net.Conn) {
 	rc := rawio.Wrap(nc)
-	sc := &serverConn{h: s.h, nc: rc, br: bufio.NewReaderSize(rc, serverReadBuffer)}
-	err := sc.loop()
+	sc := &serverConn{h: s.h, nc: rc}
+	err := sc.open(nc, rc)
+	if err == nil {
+		err = sc.loop()
+	}
 	sc.release()
+	sc.closeShm()
 	nc.Close()
 	s.mu.Lock()
 	delete(s.conns, nc)
@@ -151,11 +157,31 @@ func (s *Server) ServeConn(nc net.Conn) {
 	}
 }
 
-// serverConn is the state of one served connection: the pending response batch.
+// open sets up the read side; on a local (unix) connection it first takes
+// the engine's shared memory offer, if any (acceptShm).
+func (c *serverConn) open(nc, rc net.Conn) error {
+	var r io.Reader = rc
+	if uc, ok := nc.(*net.UnixConn); ok {
+		prefix, err := c.acceptShm(uc)
+		if err != nil {
+			return err
+		}
+		if len(prefix) > 0 {
+			r = io.MultiReader(bytes.NewReader(prefix), rc)
+		}
+	}
+	c.br = bufio.NewReaderSize(r, serverReadBuffer)
+	return nil
+}
+
+// serverConn is the state of one served connection: the pending response
+// batch and the shared memory regions the engine passed (nil without).
 type serverConn struct {
 	h  Handler
 	nc net.Conn
 	br *bufio.Reader
+
+	wregion, rregion *shm.Region
 
 	out    net.Buffers
 	wbuf   net.Buffers // the slice being written; a field so WriteTo does not allocate
@@ -210,6 +236,8 @@ func (c *serverConn) handle(h *Header) error {
 		}
 	case TypeWrite:
 		return c.handleWrite(h)
+	case TypeShmWrite, TypeShmRead:
+		return c.handleShm(h)
 	case TypeUnmap:
 		n, err := c.h.UnmapAt(h.Size, h.Offset)
 		c.respondResult(h.Seq, n, err)

@@ -20,6 +20,17 @@
 // Errors come back as Error (payload = message) or ENOSPC. Flush (type 9) is an
 // extension of this implementation: it asks the replica to make every write it
 // acknowledged durable; Longhorn replicas do not know it.
+//
+// Shared memory (this implementation's extension, local connections only): an
+// engine that reached the replica over its unix socket (LocalName) may open
+// the connection with ShmAttach (DataLen 16: two u64 region sizes, the write
+// region's and the read region's), passing the two sealed memfds (package
+// shm) as SCM_RIGHTS; the replica answers Response, or Error and serves the
+// connection without them. Afterwards ShmWrite (Size = length, DataLen 8: the
+// u64 offset of the data in the write region, which the replica maps
+// read-only) and ShmRead (the same, into the read region) stand for Write and
+// Read; their answers carry no payload (a ShmRead's Response or EOF has Size
+// = bytes read into the region). Over TCP they are protocol errors.
 package dataconn
 
 import (
@@ -59,10 +70,17 @@ const (
 	TypeUnmap
 	TypeENOSPC
 	TypeFlush
+	TypeShmAttach
+	TypeShmWrite
+	TypeShmRead
 	typeEnd
 )
 
-var typeNames = [...]string{"Read", "Write", "Response", "Error", "EOF", "Close", "Ping", "Unmap", "ENOSPC", "Flush"}
+// shmRefSize is the payload of ShmWrite and ShmRead: the u64 region offset.
+const shmRefSize = 8
+
+var typeNames = [...]string{"Read", "Write", "Response", "Error", "EOF", "Close", "Ping", "Unmap", "ENOSPC", "Flush",
+	"ShmAttach", "ShmWrite", "ShmRead"}
 
 func (t MsgType) String() string {
 	if t < typeEnd {
@@ -132,7 +150,9 @@ func DecodeHeader(b []byte) (Header, error) {
 
 // ValidRequest reports whether h is acceptable as a request to a replica:
 // a known request type, a non-negative offset, Read/Unmap sizes within
-// MaxDataLen and without payload, Write with a payload.
+// MaxDataLen and without payload, Write with a payload, ShmWrite and ShmRead
+// with their 8-byte reference. ShmAttach is valid only as the first message of
+// a local connection, which the server reads apart, so it is refused here.
 func (h *Header) ValidRequest() error {
 	switch h.Type {
 	case TypeRead, TypeUnmap:
@@ -143,6 +163,13 @@ func (h *Header) ValidRequest() error {
 			return fmt.Errorf("%w: %v size %d > %d", ErrTooLarge, h.Type, h.Size, MaxDataLen)
 		}
 	case TypeWrite:
+	case TypeShmWrite, TypeShmRead:
+		if h.DataLen != shmRefSize {
+			return fmt.Errorf("%w: %v request with %d payload bytes, want %d", ErrProtocol, h.Type, h.DataLen, shmRefSize)
+		}
+		if h.Size > MaxDataLen {
+			return fmt.Errorf("%w: %v size %d > %d", ErrTooLarge, h.Type, h.Size, MaxDataLen)
+		}
 	case TypePing, TypeClose, TypeFlush:
 		if h.DataLen != 0 {
 			return fmt.Errorf("%w: %v request with %d payload bytes", ErrProtocol, h.Type, h.DataLen)

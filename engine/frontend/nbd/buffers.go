@@ -3,6 +3,8 @@ package nbd
 import (
 	"math/bits"
 	"sync"
+
+	"github.com/longhorn-go/longhorn/engine/shm"
 )
 
 // Payload buffers come from power-of-two size classes from 4 KiB up to
@@ -13,7 +15,10 @@ const (
 	maxPoolShift = 26 // 64 MiB, the largest MaxPayload accepted
 )
 
-var pools [maxPoolShift + 1]sync.Pool
+var (
+	pools [maxPoolShift + 1]sync.Pool
+	boxes sync.Pool // *[]byte holders of arena buffers
+)
 
 // poolClass returns the size class (a power-of-two shift) that holds n bytes.
 func poolClass(n int) int {
@@ -23,9 +28,19 @@ func poolClass(n int) int {
 	return bits.Len(uint(n - 1))
 }
 
-// getBuf returns a buffer of length n (1 <= n <= 1<<maxPoolShift) from the pool.
-// Its contents are arbitrary. Return it with putBuf.
+// getBuf returns a buffer of length n (1 <= n <= 1<<maxPoolShift) from the
+// process's shared I/O region (shm.Arena: a WRITE payload there goes to local
+// replicas by reference) or, when that is full or n is over shm.MaxBlock,
+// from the pool. Its contents are arbitrary. Return it with putBuf.
 func getBuf(n int) *[]byte {
+	if b := shm.Arena().Get(n); b != nil {
+		p, _ := boxes.Get().(*[]byte)
+		if p == nil {
+			p = new([]byte)
+		}
+		*p = b
+		return p
+	}
 	c := poolClass(n)
 	if p, ok := pools[c].Get().(*[]byte); ok {
 		*p = (*p)[:n]
@@ -39,6 +54,14 @@ func getBuf(n int) *[]byte {
 func putBuf(p *[]byte) {
 	if p == nil {
 		return
+	}
+	if a := shm.Arena(); a != nil {
+		if _, ok := a.Offset(*p); ok {
+			a.Put(*p)
+			*p = nil
+			boxes.Put(p)
+			return
+		}
 	}
 	c := poolClass(cap(*p))
 	if cap(*p) != 1<<c {
