@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/longhorn-go/longhorn/engine/shm"
 )
 
 // byteConn is a net.Conn whose reads come from a fixed input and whose writes
@@ -42,6 +44,10 @@ func seedMessages() [][]byte {
 		msg(Header{Seq: 8, Type: TypeENOSPC}, []byte("full")),
 		msg(Header{Seq: 9, Type: TypeEOF}, []byte("ab")),
 		msg(Header{Seq: 10, Type: TypeClose}, nil),
+		msg(Header{Seq: 11, Type: TypeShmWrite, Offset: 8192, Size: 4096}, []byte{0, 16, 0, 0, 0, 0, 0, 0}),
+		msg(Header{Seq: 12, Type: TypeShmRead, Offset: 0, Size: 4096}, []byte{0, 0, 0, 0, 0, 0, 0, 0}),
+		msg(Header{Seq: 13, Type: TypeShmRead, Size: 4096}, []byte{0, 0, 0, 0, 0, 0, 0, 0x80}),
+		msg(Header{Seq: 14, Type: TypeShmAttach}, make([]byte, 16)),
 		[]byte{0x01, 0x1b, 0xff},
 	)
 	return seeds
@@ -62,12 +68,39 @@ func FuzzServerConn(f *testing.F) {
 	})
 }
 
+// FuzzServerConnShm is FuzzServerConn on a connection that has shared memory
+// regions (64 KiB each): references must stay inside them.
+func FuzzServerConnShm(f *testing.F) {
+	for _, s := range seedMessages() {
+		f.Add(s)
+	}
+	st := newMemStore(1 << 20)
+	w, err := shm.Create("fuzz-w", 64<<10)
+	if err != nil {
+		f.Fatal(err)
+	}
+	r, err := shm.Create("fuzz-r", 64<<10)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		nc := &byteConn{r: bytes.NewReader(in)}
+		sc := &serverConn{h: st, nc: nc, br: bufio.NewReaderSize(nc, serverReadBuffer), wregion: w, rregion: r}
+		_ = sc.loop()
+		sc.release()
+	})
+}
+
 // FuzzClientResponses feeds arbitrary bytes to a client connection's decoder
 // with requests of every kind pending: it must never panic, never write past a
 // request's buffer, and complete each request at most once.
 func FuzzClientResponses(f *testing.F) {
 	for _, s := range seedMessages() {
 		f.Add(s)
+	}
+	slots, err := shm.Create("fuzz-slots", 64<<10)
+	if err != nil {
+		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, in []byte) {
 		c := &Client{addr: "fuzz", done: make(chan struct{})}
@@ -79,6 +112,9 @@ func FuzzClientResponses(f *testing.F) {
 			op := &Op{typ: typ, sig: make(chan struct{}, 1), cc: cc}
 			if typ == TypeRead {
 				op.buf = make([]byte, 8*(i+1))
+			}
+			if i == len(types)-1 { // a ShmRead
+				op.slot, op.rr = slots.Get(len(op.buf)), slots
 			}
 			cc.pending[uint32(i+1)] = op
 			ops = append(ops, op)

@@ -6,6 +6,8 @@ package bufpool
 import (
 	"math/bits"
 	"sync"
+
+	"github.com/longhorn-go/longhorn/engine/shm"
 )
 
 const (
@@ -17,9 +19,17 @@ var pools [maxShift + 1]sync.Pool
 
 // Get returns a buffer of length n (bytes). Its capacity is the next power of
 // two at or above n (at least 512); contents are not zeroed. n <= 0 returns nil.
+// Buffers of 4 KiB and more come from the shared I/O region (shm.Arena).
 func Get(n int) []byte {
 	if n <= 0 {
 		return nil
+	}
+	// Whole blocks of 4 KiB and more come from the shared I/O region while
+	// it has room: a WRITE's data there goes to local replicas by reference.
+	if n >= 4096 {
+		if b := shm.Arena().Get(n); b != nil {
+			return b
+		}
 	}
 	shift := classOf(n)
 	if shift > maxShift {
@@ -35,6 +45,12 @@ func Get(n int) []byte {
 // nil) are ignored. The caller must not use b afterwards.
 func Put(b []byte) {
 	c := cap(b)
+	if a := shm.Arena(); a != nil && c > 0 {
+		if _, ok := a.Offset(b[:c]); ok {
+			a.Put(b)
+			return
+		}
+	}
 	if c < 1<<minShift || c&(c-1) != 0 {
 		return
 	}
