@@ -259,3 +259,28 @@ func TestShmOverTCP(t *testing.T) {
 		t.Fatal("ShmAttach over TCP was answered")
 	}
 }
+
+// TestLocalWithoutShm: a unix client that offers no shared memory (an older
+// engine) is served as before.
+func TestLocalWithoutShm(t *testing.T) {
+	st := newMemStore(1 << 20)
+	addr := startLocalServer(t, st)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := Dial(ctx, "unix", addr, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	p := bytes.Repeat([]byte{0x5a}, 8192)
+	if _, err := c.WriteAt(p, 4096); err != nil {
+		t.Fatal(err)
+	}
+	got := make([]byte, len(p))
+	if _, err := c.ReadAt(got, 4096); err != nil || !bytes.Equal(got, p) {
+		t.Fatalf("read back: %v", err)
+	}
+	if c.conns[0].shm {
+		t.Fatal("shared memory used without an offer")
+	}
+}
