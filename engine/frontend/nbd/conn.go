@@ -115,6 +115,9 @@ type conn struct {
 	// executing counts handlers still inside a backend call; a writer that
 	// sees others yields once so their replies join its writev.
 	executing atomic.Int32
+	// jobs hands a request to an idle handler goroutine (see worker); nil
+	// until the first request that needs one, closed by finish.
+	jobs chan job
 
 	mu      sync.Mutex
 	queue   []reply
@@ -155,9 +158,13 @@ func (c *conn) serve() {
 	}
 }
 
-// finish waits for the handlers in flight (each writes its reply) and closes.
+// finish waits for the handlers in flight (each writes its reply), stops the
+// idle ones and closes.
 func (c *conn) finish() {
 	c.inflight.Wait()
+	if c.jobs != nil {
+		close(c.jobs)
+	}
 	_ = c.nc.Close()
 	c.mu.Lock()
 	c.releaseQueueLocked()
@@ -213,8 +220,41 @@ func (c *conn) dispatch(req request) error {
 		c.handle(req, p, buf, cost)
 		return nil
 	}
-	go c.handle(req, p, buf, cost)
+	c.start(job{req: req, p: p, buf: buf, cost: cost})
 	return nil
+}
+
+// job is one request for a handler goroutine.
+type job struct {
+	req  request
+	p    []byte
+	buf  *[]byte
+	cost int64
+}
+
+// start runs j on an idle handler goroutine, or on a new one when all are
+// busy. Handlers stay for the next request until the connection ends.
+//
+// Why not a goroutine per request: a new goroutine starts on a small stack
+// and the handler's call chain (frontend, replicator, dataconn, raw system
+// calls) outgrows it, so each request paid for a stack copy: 12 % of the
+// controller's CPU under 4 KiB random reads at queue depth 32.
+func (c *conn) start(j job) {
+	if c.jobs == nil {
+		c.jobs = make(chan job)
+	}
+	select {
+	case c.jobs <- j:
+	default:
+		go c.worker(j, c.jobs)
+	}
+}
+
+// worker handles j, then every request it is handed until jobs is closed.
+func (c *conn) worker(j job, jobs <-chan job) {
+	for ok := true; ok; j, ok = <-jobs {
+		c.handle(j.req, j.p, j.buf, j.cost)
+	}
 }
 
 // handle executes one request against the backend and queues its reply.
