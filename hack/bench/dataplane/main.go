@@ -156,6 +156,9 @@ func runJobs(ctx context.Context, fr *fioRunner, rows []*row, js []Job, rounds i
 					continue
 				}
 				fmt.Printf("  %-20s round %d (%s) ...", j.Name, round, r.Key)
+				if err := warm(r.ep.Data); err != nil {
+					fmt.Printf(" (warming the cache: %v)", err)
+				}
 				res := fr.run(ctx, fmt.Sprintf("%s-%d", r.Key, round), r.ep, j)
 				all[r.Key] = append(all[r.Key], res)
 				if res.Err != "" {

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -55,5 +56,26 @@ func TestReportChecksTargets(t *testing.T) {
 	}
 	if !strings.Contains(s, "0.80x") {
 		t.Fatalf("ratio to baseline missing:\n%s", s)
+	}
+}
+
+func TestWarm(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, "replica"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"a.img", "replica/volume-head-000.img"} {
+		if err := os.WriteFile(filepath.Join(dir, p), make([]byte, 3<<20), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := warm([]string{filepath.Join(dir, "a.img"), filepath.Join(dir, "replica")}); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm(nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := warm([]string{filepath.Join(dir, "missing")}); err == nil {
+		t.Fatal("a missing path warmed without error")
 	}
 }

@@ -50,6 +50,9 @@ type Endpoint struct {
 	Processes []Process
 	// Pids are server processes without a name (reported as "pid N").
 	Pids []int
+	// Data are the files or directories holding the row's data, read before
+	// each job (warm) so every row starts with its data cached.
+	Data []string
 	Stop func()
 }
 
@@ -185,6 +188,7 @@ func startNbdkit(ctx context.Context, env *Env) (*Endpoint, error) {
 	return &Endpoint{
 		FioArgs:   []string{"--ioengine=nbd", "--uri=" + uri},
 		Processes: []Process{{"nbdkit", p.cmd.Process.Pid}},
+		Data:      []string{img},
 		Stop:      func() { p.stop(); _ = os.Remove(img) },
 	}, nil
 }

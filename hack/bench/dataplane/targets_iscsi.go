@@ -122,7 +122,7 @@ func startTgtd(ctx context.Context, env *Env) (*Endpoint, error) {
 		stop()
 		return nil, err
 	}
-	ep.Pids, ep.Stop = []int{p.cmd.Process.Pid}, stop
+	ep.Pids, ep.Stop, ep.Data = []int{p.cmd.Process.Pid}, stop, []string{img}
 	return ep, nil
 }
 
@@ -181,6 +181,7 @@ func startISCSIFile(ctx context.Context, env *Env) (*Endpoint, error) {
 		return nil, err
 	}
 	ep.Pids = []int{os.Getpid()}
+	ep.Data = []string{img}
 	ep.Stop = func() {
 		_ = tg.Shutdown()
 		_ = f.Close()
@@ -212,6 +213,9 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		}
 		for _, p := range started {
 			ep.Processes = append(ep.Processes, Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("%siscsi%d-", env.Tag, n)), Pid: p.cmd.Process.Pid})
+		}
+		for i := range n {
+			ep.Data = append(ep.Data, filepath.Join(env.Dir, fmt.Sprintf("%siscsi%d-replica%d", env.Tag, n, i)))
 		}
 		ep.Stop = stop
 		return ep, nil

@@ -102,6 +102,7 @@ func startFrontendFile(ctx context.Context, env *Env) (*Endpoint, error) {
 	return &Endpoint{
 		FioArgs:   []string{"--ioengine=nbd", "--uri=" + srv.Endpoint()},
 		Processes: []Process{{"harness", os.Getpid()}},
+		Data:      []string{img},
 		Stop: func() {
 			_ = srv.Shutdown()
 			_ = f.Close()
@@ -148,6 +149,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		}
 		size := strconv.FormatInt(env.Size, 10)
 		var started []*proc
+		var dirs []string
 		stop := func() {
 			for i := len(started) - 1; i >= 0; i-- {
 				started[i].stop()
@@ -156,6 +158,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		ctlArgs := []string{"engine", "controller", "vol", "--size", size, "--frontend", "nbd"}
 		for i := range n {
 			dir := filepath.Join(env.Dir, fmt.Sprintf("engine%d-replica%d", n, i))
+			dirs = append(dirs, dir)
 			if err := os.MkdirAll(dir, 0o755); err != nil {
 				return nil, err
 			}
@@ -200,6 +203,6 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		for i, p := range started {
 			ps[i] = Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("%sengine%d-", env.Tag, n)), Pid: p.cmd.Process.Pid}
 		}
-		return &Endpoint{FioArgs: []string{"--ioengine=nbd", "--uri=" + uri}, Processes: ps, Stop: stop}, nil
+		return &Endpoint{FioArgs: []string{"--ioengine=nbd", "--uri=" + uri}, Processes: ps, Stop: stop, Data: dirs}, nil
 	}
 }
