@@ -108,10 +108,9 @@ func dialConns(ctx context.Context, network, addr string, opts Options, useShm b
 	opts = opts.withDefaults()
 	c := &Client{addr: addr, opts: opts, done: make(chan struct{})}
 	c.timeout.Store(int64(opts.Timeout))
-	if useShm {
-		c.wregion = shm.Arena()
-		if r, err := shm.Create("longhorn-dataconn-read", readRegionSize); err == nil && c.wregion != nil {
-			c.rregion = r
+	if useShm && shm.Arena() != nil {
+		if r, err := shm.Create("longhorn-dataconn-read", readRegionSize); err == nil {
+			c.wregion, c.rregion = shm.Arena(), r
 		}
 	}
 	var d net.Dialer
@@ -603,7 +602,8 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 			return int(h.Size), nil, nil
 		}
 		if op.slot != nil {
-			return op.fromSlot(h, len(op.buf))
+			n, err := op.fromSlot(h, len(op.buf))
+			return n, nil, err
 		}
 		if int(h.DataLen) != len(op.buf) {
 			return 0, nil, fmt.Errorf("%w: read of %d bytes answered with %d", ErrProtocol, len(op.buf), h.DataLen)
@@ -614,7 +614,7 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 		return len(op.buf), nil, nil
 	case TypeEOF:
 		if op.slot != nil {
-			n, _, err := op.fromSlot(h, int(h.Size))
+			n, err := op.fromSlot(h, int(h.Size))
 			return n, io.ErrUnexpectedEOF, err
 		}
 		if op.typ != TypeRead || int(h.DataLen) > len(op.buf) {
@@ -644,8 +644,7 @@ type Op struct {
 	hdr   [HeaderSize + shmRefSize]byte
 	typ   MsgType
 	buf   []byte
-	slot  []byte      // the read region block a ShmRead fills, nil otherwise
-	rr    *shm.Region // the region slot came from
+	slot  []byte // the block of the Client's read region a ShmRead fills, nil otherwise
 	off   int64
 	size  uint32
 	seq   uint32
@@ -668,7 +667,7 @@ var doubleCompletions atomic.Int64
 func getOp(typ MsgType, p []byte, off int64, size uint32) *Op {
 	op := opPool.Get().(*Op)
 	op.typ, op.buf, op.off, op.size = typ, p, off, size
-	op.cc, op.slot, op.rr = nil, nil, nil
+	op.cc, op.slot = nil, nil
 	op.finished.Store(false)
 	select {
 	case <-op.sig: // a stale token from the previous use

@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
-
-	"github.com/longhorn-go/longhorn/engine/shm"
 )
 
 // byteConn is a net.Conn whose reads come from a fixed input and whose writes
@@ -75,14 +73,7 @@ func FuzzServerConnShm(f *testing.F) {
 		f.Add(s)
 	}
 	st := newMemStore(1 << 20)
-	w, err := shm.Create("fuzz-w", 64<<10)
-	if err != nil {
-		f.Fatal(err)
-	}
-	r, err := shm.Create("fuzz-r", 64<<10)
-	if err != nil {
-		f.Fatal(err)
-	}
+	w, r := testRegions(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
 		nc := &byteConn{r: bytes.NewReader(in)}
 		sc := &serverConn{h: st, nc: nc, br: bufio.NewReaderSize(nc, serverReadBuffer), wregion: w, rregion: r}
@@ -98,12 +89,9 @@ func FuzzClientResponses(f *testing.F) {
 	for _, s := range seedMessages() {
 		f.Add(s)
 	}
-	slots, err := shm.Create("fuzz-slots", 64<<10)
-	if err != nil {
-		f.Fatal(err)
-	}
+	_, slots := testRegions(f)
 	f.Fuzz(func(t *testing.T, in []byte) {
-		c := &Client{addr: "fuzz", done: make(chan struct{})}
+		c := &Client{addr: "fuzz", done: make(chan struct{}), rregion: slots}
 		cc := newClientConn(c, &byteConn{r: bytes.NewReader(nil)})
 		c.conns = []*clientConn{cc}
 		types := []MsgType{TypeRead, TypeWrite, TypeUnmap, TypeFlush, TypePing, TypeRead}
@@ -114,7 +102,7 @@ func FuzzClientResponses(f *testing.F) {
 				op.buf = make([]byte, 8*(i+1))
 			}
 			if i == len(types)-1 { // a ShmRead
-				op.slot, op.rr = slots.Get(len(op.buf)), slots
+				op.slot = slots.Get(len(op.buf))
 			}
 			cc.pending[uint32(i+1)] = op
 			ops = append(ops, op)

@@ -227,13 +227,7 @@ func (c *serverConn) handle(h *Header) error {
 		buf := bufpool.Get(int(h.Size))
 		n, err := c.h.ReadAt(buf, h.Offset)
 		c.bufs = append(c.bufs, buf)
-		if err == nil {
-			c.respond(h.Seq, TypeResponse, h.Size, buf)
-		} else if errors.Is(err, io.EOF) {
-			c.respond(h.Seq, TypeEOF, uint32(n), buf[:n])
-		} else {
-			c.respondErr(h.Seq, err)
-		}
+		c.respondRead(h, n, err, buf)
 	case TypeWrite:
 		return c.handleWrite(h)
 	case TypeShmWrite, TypeShmRead:
@@ -278,6 +272,20 @@ func (c *serverConn) handleWrite(h *Header) error {
 	}
 	c.respondResult(h.Seq, w, err)
 	return nil
+}
+
+// respondRead answers read request h after the handler read n bytes with err:
+// Response, EOF with the n bytes, or Error. data is the buffer read into, sent
+// as the payload; nil when the data went to shared memory (ShmRead).
+func (c *serverConn) respondRead(h *Header, n int, err error, data []byte) {
+	switch {
+	case err == nil:
+		c.respond(h.Seq, TypeResponse, h.Size, data)
+	case errors.Is(err, io.EOF):
+		c.respond(h.Seq, TypeEOF, uint32(n), data[:min(n, len(data))])
+	default:
+		c.respondErr(h.Seq, err)
+	}
 }
 
 func (c *serverConn) respondResult(seq uint32, n int, err error) {

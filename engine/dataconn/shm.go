@@ -35,12 +35,13 @@ const (
 	attachTimeout  = 5 * time.Second
 )
 
-// attachShm offers the regions on a fresh local connection and reports
-// whether the replica took them. A replica that refused them answered Error;
-// the connection is then used without them. Errors are connection failures.
+// attachShm offers the regions (both non-nil) on a fresh local connection and
+// reports whether the replica took them. A replica that refused them answered
+// Error; the connection is then used without them. Errors are connection
+// failures.
 func attachShm(nc net.Conn, w, r *shm.Region) (bool, error) {
 	uc, ok := nc.(*net.UnixConn)
-	if !ok || w == nil || r == nil {
+	if !ok {
 		return false, nil
 	}
 	var msg [HeaderSize + attachPayload]byte
@@ -195,14 +196,7 @@ func (c *serverConn) handleShm(h *Header) error {
 		return nil
 	}
 	n, err := c.h.ReadAt(p, h.Offset)
-	switch {
-	case err == nil:
-		c.respond(h.Seq, TypeResponse, h.Size, nil)
-	case errors.Is(err, io.EOF):
-		c.respond(h.Seq, TypeEOF, uint32(n), nil)
-	default:
-		c.respondErr(h.Seq, err)
-	}
+	c.respondRead(h, n, err, nil)
 	return nil
 }
 
@@ -231,7 +225,7 @@ func (c *Client) shmRef(op *Op, h *Header) []byte {
 		if slot == nil {
 			return op.hdr[:HeaderSize]
 		}
-		op.slot, op.rr = slot, c.rregion
+		op.slot = slot
 		ref, _ = c.rregion.Offset(slot)
 		h.Type = TypeShmRead
 	default:
@@ -245,21 +239,22 @@ func (c *Client) shmRef(op *Op, h *Header) []byte {
 // fromSlot completes a ShmRead answered with n bytes (Response: n = the
 // whole read; EOF: n = h.Size): it copies them from the block to the caller's
 // buffer and frees the block.
-func (op *Op) fromSlot(h *Header, n int) (int, error, error) {
+func (op *Op) fromSlot(h *Header, n int) (int, error) {
 	if h.DataLen != 0 || n > len(op.buf) || (h.Type == TypeResponse && int(h.Size) != len(op.buf)) {
-		return 0, nil, fmt.Errorf("%w: %v of %d bytes with %d payload bytes in answer to ShmRead of %d",
+		return 0, fmt.Errorf("%w: %v of %d bytes with %d payload bytes in answer to ShmRead of %d",
 			ErrProtocol, h.Type, h.Size, h.DataLen, len(op.buf))
 	}
 	copy(op.buf[:n], op.slot)
 	op.freeSlot()
-	return n, nil, nil
+	return n, nil
 }
 
-// freeSlot returns op's read block once the replica answered (it no longer
-// writes into it). A request that got no answer keeps its block out of use.
+// freeSlot returns op's read block to its Client's read region once the
+// replica answered (it no longer writes into it). A request that got no
+// answer keeps its block out of use.
 func (op *Op) freeSlot() {
 	if op.slot != nil {
-		op.rr.Put(op.slot)
-		op.slot, op.rr = nil, nil
+		op.cc.c.rregion.Put(op.slot)
+		op.slot = nil
 	}
 }

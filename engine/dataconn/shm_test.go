@@ -32,6 +32,19 @@ func startLocalServer(t testing.TB, h Handler) string {
 	return addr
 }
 
+// testRegions creates a write and a read region of 64 KiB each.
+func testRegions(tb testing.TB) (w, r *shm.Region) {
+	tb.Helper()
+	w, err := shm.Create("test-w", 64<<10)
+	if err == nil {
+		r, err = shm.Create("test-r", 64<<10)
+	}
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return w, r
+}
+
 func dialLocal(t testing.TB, addr string) *Client {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
@@ -207,14 +220,7 @@ func TestShmRefusesUnsealed(t *testing.T) {
 func TestShmHostileReference(t *testing.T) {
 	st := newMemStore(1 << 20)
 	addr := startLocalServer(t, st)
-	w, err := shm.Create("w", 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
-	r, err := shm.Create("r", 64<<10)
-	if err != nil {
-		t.Fatal(err)
-	}
+	w, r := testRegions(t)
 	if _, h := rawLocal(t, addr, []int{w.Fd(), r.Fd()}, 1<<20, 64<<10); h.Type != TypeError {
 		t.Fatalf("wrong announced size answered %+v", h)
 	}

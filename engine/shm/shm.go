@@ -196,17 +196,20 @@ func (r *Region) Get(n int) []byte {
 	return r.mem[off : off+n : off+size]
 }
 
-// Put returns a block obtained from Get; slices that are not a whole block of
-// this region (including nil) are ignored.
-func (r *Region) Put(b []byte) {
+// Put returns a block obtained from Get and reports true; slices that are not
+// a whole block of this region (including nil, and any slice when r is nil)
+// are left alone and it reports false, so a caller holding buffers of several
+// origins can offer each one here first.
+func (r *Region) Put(b []byte) bool {
 	c := cap(b)
 	off, ok := r.Offset(b[:c])
 	if !ok || c < 1<<minShift || c > MaxBlock || c&(c-1) != 0 || off%(1<<minShift) != 0 {
-		return
+		return false
 	}
 	r.mu.Lock()
 	r.free[class(c)] = append(r.free[class(c)], int32(off>>minShift))
 	r.mu.Unlock()
+	return true
 }
 
 // Close unmaps a peer's mapping (Map) at once; slices of it must no longer be

@@ -50,11 +50,15 @@ func TestGetPutOffsetSlice(t *testing.T) {
 			t.Errorf("Slice(%d, %d): %v, want ErrOutOfRange", c.off, c.n, err)
 		}
 	}
-	r.Put(b)
+	if !r.Put(b) {
+		t.Fatal("Put refused a block of the region")
+	}
 	if c := r.Get(128 << 10); &c[0] != &b[0] {
 		t.Error("a freed block was not reused")
 	}
-	r.Put(make([]byte, 4096)) // not ours: ignored
+	if r.Put(make([]byte, 4096)) { // not ours: left alone
+		t.Error("Put took a heap slice")
+	}
 	if r.Get(MaxBlock+1) != nil || r.Get(0) != nil {
 		t.Error("out-of-range sizes got a block")
 	}
@@ -67,7 +71,7 @@ func TestGetPutOffsetSlice(t *testing.T) {
 		t.Errorf("%d blocks of 64 KiB from a 1 MiB region", n)
 	}
 	var nilRegion *Region
-	if nilRegion.Get(4096) != nil {
+	if nilRegion.Get(4096) != nil || nilRegion.Put(b) {
 		t.Error("nil region gave a block")
 	}
 }

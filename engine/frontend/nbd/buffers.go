@@ -55,13 +55,10 @@ func putBuf(p *[]byte) {
 	if p == nil {
 		return
 	}
-	if a := shm.Arena(); a != nil {
-		if _, ok := a.Offset(*p); ok {
-			a.Put(*p)
-			*p = nil
-			boxes.Put(p)
-			return
-		}
+	if shm.Arena().Put(*p) {
+		*p = nil
+		boxes.Put(p)
+		return
 	}
 	c := poolClass(cap(*p))
 	if cap(*p) != 1<<c {

@@ -29,6 +29,8 @@ func warm(paths []string) error {
 				return err
 			}
 			defer f.Close()
+			// Plain Reads into buf: the wrapper hides *os.File's WriteTo and
+			// io.Discard's ReadFrom, which would read 8 KiB at a time.
 			_, err = io.CopyBuffer(io.Discard, struct{ io.Reader }{f}, buf)
 			return err
 		})

@@ -24,8 +24,8 @@ func Get(n int) []byte {
 	if n <= 0 {
 		return nil
 	}
-	// Whole blocks of 4 KiB and more come from the shared I/O region while
-	// it has room: a WRITE's data there goes to local replicas by reference.
+	// A WRITE's data in the shared I/O region goes to local replicas by
+	// reference; smaller buffers would waste the region's 4 KiB blocks.
 	if n >= 4096 {
 		if b := shm.Arena().Get(n); b != nil {
 			return b
@@ -44,13 +44,10 @@ func Get(n int) []byte {
 // Put returns a buffer obtained from Get. Buffers of other capacities (and
 // nil) are ignored. The caller must not use b afterwards.
 func Put(b []byte) {
-	c := cap(b)
-	if a := shm.Arena(); a != nil && c > 0 {
-		if _, ok := a.Offset(b[:c]); ok {
-			a.Put(b)
-			return
-		}
+	if shm.Arena().Put(b) {
+		return
 	}
+	c := cap(b)
 	if c < 1<<minShift || c&(c-1) != 0 {
 		return
 	}
