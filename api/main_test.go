@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/longhorn-go/longhorn/test/testenv"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
 )
 
 // kubeEnv is a real kube-apiserver with the Longhorn CRDs for the

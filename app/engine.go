@@ -143,26 +143,26 @@ var engineControllerCmd = &cli.Command{
 	Action: runController,
 }
 
-func controllerOptions(c *cli.Context) (controller.Options, error) {
+func controllerOptions(c *cli.Context) (controller.VolumeOptions, error) {
 	if c.NArg() != 1 {
-		return controller.Options{}, fmt.Errorf("engine controller: want exactly one argument VOLUME, got %d", c.NArg())
+		return controller.VolumeOptions{}, fmt.Errorf("engine controller: want exactly one argument VOLUME, got %d", c.NArg())
 	}
 	size, err := sizeFlag(c, "size")
 	if err != nil {
-		return controller.Options{}, err
+		return controller.VolumeOptions{}, err
 	}
 	cur, err := sizeFlag(c, "current-size")
 	if err != nil {
-		return controller.Options{}, err
+		return controller.VolumeOptions{}, err
 	}
 	maxSize, err := sizeFlag(c, "snapshot-max-size")
 	if err != nil {
-		return controller.Options{}, err
+		return controller.VolumeOptions{}, err
 	}
 	if t := c.Int("engine-replica-timeout"); t < 1 || t > 30 {
-		return controller.Options{}, fmt.Errorf("--engine-replica-timeout %d: want 1..30 seconds", t)
+		return controller.VolumeOptions{}, fmt.Errorf("--engine-replica-timeout %d: want 1..30 seconds", t)
 	}
-	return controller.Options{
+	return controller.VolumeOptions{
 		Name: c.Args().First(), Size: size, CurrentSize: cur,
 		EngineReplicaTimeout:      time.Duration(c.Int("engine-replica-timeout")) * time.Second,
 		DisableRevisionCounter:    c.Bool("disable-revision-counter"),
@@ -188,7 +188,7 @@ func runController(c *cli.Context) error {
 			return fmt.Errorf("--frontend %q: unknown, want one of %v or empty", fe, frontendNames())
 		}
 	}
-	ctl, err := controller.New(opts)
+	ctl, err := controller.NewVolume(opts)
 	if err != nil {
 		return err
 	}
@@ -220,7 +220,7 @@ func runController(c *cli.Context) error {
 	return err
 }
 
-func startVolume(ctx context.Context, ctl *controller.Controller, replicas []string, opts controller.Options) error {
+func startVolume(ctx context.Context, ctl *controller.Controller, replicas []string, opts controller.VolumeOptions) error {
 	if len(replicas) == 0 {
 		return nil
 	}

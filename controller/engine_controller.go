@@ -150,11 +150,11 @@ func (c *EngineController) reconcileDelete(ctx context.Context, e *longhorn.Engi
 	}
 	latest, err := c.ds.GetEngine(ctx, e.Name)
 	if err != nil {
-		return Done, client(err)
+		return Done, ignoreNotFound(err)
 	}
 	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == FinalizerName })
 	_, err = c.ds.UpdateEngine(ctx, latest)
-	return Done, client(err)
+	return Done, ignoreNotFound(err)
 }
 
 // engineFrontend maps the volume frontend to the engine's: blockdev is

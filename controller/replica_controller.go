@@ -132,15 +132,15 @@ func (c *ReplicaController) reconcileDelete(ctx context.Context, r *longhorn.Rep
 	}
 	latest, err := c.ds.GetReplica(ctx, r.Name)
 	if err != nil {
-		return Done, client(err)
+		return Done, ignoreNotFound(err)
 	}
 	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == FinalizerName })
 	_, err = c.ds.UpdateReplica(ctx, latest)
-	return Done, client(err)
+	return Done, ignoreNotFound(err)
 }
 
-// client drops NotFound (the object is gone: nothing left to do).
-func client(err error) error {
+// ignoreNotFound drops NotFound (the object is gone: nothing left to do).
+func ignoreNotFound(err error) error {
 	if apierrors.IsNotFound(err) {
 		return nil
 	}

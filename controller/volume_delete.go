@@ -56,11 +56,11 @@ func (c *VolumeController) reconcileDelete(ctx context.Context, s *volumeSnapsho
 	}
 	latest, err := c.ds.GetVolume(ctx, v.Name)
 	if err != nil {
-		return Done, client(err)
+		return Done, ignoreNotFound(err)
 	}
 	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == FinalizerName })
 	_, err = c.ds.UpdateVolume(ctx, latest)
-	return Done, client(err)
+	return Done, ignoreNotFound(err)
 }
 
 // deleteEngine stops the engine, then deletes its object.

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/longhorn-go/longhorn/test/testenv"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
 )
 
 // env is a real kube-apiserver for the apply tests; nil under -short or

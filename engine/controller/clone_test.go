@@ -36,7 +36,7 @@ func TestSnapshotCloneFromAnotherVolume(t *testing.T) {
 	ctx := context.Background()
 	sa := startReplica(t, filepath.Join(dir, "sa"), size, replica.Options{})
 	sb := startReplica(t, filepath.Join(dir, "sb"), size, replica.Options{})
-	src := newController(t, size, controller.Options{})
+	src := newController(t, size, controller.VolumeOptions{})
 	if err := src.Start(ctx, addrs(sa, sb), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -66,7 +66,7 @@ func TestSnapshotCloneFromAnotherVolume(t *testing.T) {
 
 	ta := startReplica(t, filepath.Join(dir, "ta"), size, replica.Options{})
 	tb := startReplica(t, filepath.Join(dir, "tb"), size, replica.Options{})
-	dst := newController(t, size, controller.Options{})
+	dst := newController(t, size, controller.VolumeOptions{})
 	if err := dst.Start(ctx, addrs(ta, tb), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}

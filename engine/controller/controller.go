@@ -47,8 +47,8 @@ var (
 	ErrNotFound = errors.New("not found")
 )
 
-// Options configure a controller (the flags of `longhorn engine controller`).
-type Options struct {
+// VolumeOptions configure one volume's engine controller (the flags of `longhorn engine controller`).
+type VolumeOptions struct {
 	// Name is the volume name.
 	Name string
 	// Size and CurrentSize are --size and --current-size in bytes.
@@ -80,7 +80,7 @@ type Options struct {
 
 // Controller is one volume's engine.
 type Controller struct {
-	opts Options
+	opts VolumeOptions
 	log  logrus.FieldLogger
 	r    replicator
 
@@ -101,8 +101,8 @@ type Controller struct {
 	wg                    sync.WaitGroup
 }
 
-// New returns a stopped controller; Start adds the replicas.
-func New(opts Options) (*Controller, error) {
+// NewVolume returns a stopped volume engine; Start adds the replicas.
+func NewVolume(opts VolumeOptions) (*Controller, error) {
 	if opts.Name == "" {
 		return nil, fmt.Errorf("%w: volume name is empty", ErrInvalid)
 	}

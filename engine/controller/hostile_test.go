@@ -34,7 +34,7 @@ func (f *stateFrontend) State() string {
 	return controller.FrontendDown
 }
 
-func withTestFrontend(opts controller.Options) controller.Options {
+func withTestFrontend(opts controller.VolumeOptions) controller.VolumeOptions {
 	opts.Frontend = "test"
 	opts.NewFrontend = func(string) (frontend.Frontend, error) { return &stateFrontend{}, nil }
 	return opts
@@ -46,7 +46,7 @@ func TestExpandBeyondMaxSizeRefused(t *testing.T) {
 	const size = 4 << 20
 	a := startReplica(t, filepath.Join(t.TempDir(), "a"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{})
+	c := newController(t, size, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(a), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -57,7 +57,7 @@ func TestExpandBeyondMaxSizeRefused(t *testing.T) {
 	if info := c.Info(); info.IsExpanding || info.LastExpansionError != "" || info.Size != size {
 		t.Fatalf("refused expansion left %+v", info)
 	}
-	if _, err := controller.New(controller.Options{Name: "v", Size: replica.MaxVolumeSize + 4096}); !errors.Is(err, controller.ErrInvalid) {
+	if _, err := controller.NewVolume(controller.VolumeOptions{Name: "v", Size: replica.MaxVolumeSize + 4096}); !errors.Is(err, controller.ErrInvalid) {
 		t.Fatalf("New with a size past the maximum: %v", err)
 	}
 }
@@ -71,7 +71,7 @@ func TestRemoveLastRWReplicaRefused(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, withTestFrontend(controller.Options{}))
+	c := newController(t, size, withTestFrontend(controller.VolumeOptions{}))
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -108,11 +108,11 @@ func TestSecondEngineRefused(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c1 := newController(t, size, controller.Options{})
+	c1 := newController(t, size, controller.VolumeOptions{})
 	if err := c1.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
-	c2 := newController(t, size, controller.Options{})
+	c2 := newController(t, size, controller.VolumeOptions{})
 	err := c2.Start(ctx, addrs(a, b), 0, 0, false)
 	if !errors.Is(err, controller.ErrPrecondition) || !strings.Contains(err.Error(), "in use") {
 		t.Fatalf("second engine on the same replicas: %v, want ErrPrecondition (in use)", err)
@@ -140,7 +140,7 @@ func TestAddReplicaTwiceUnderAnotherAddress(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{})
+	c := newController(t, size, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -173,7 +173,7 @@ func TestReAddReplicaAfterInterruptedRebuild(t *testing.T) {
 	dir := t.TempDir()
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{})
+	c := newController(t, size, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(a), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}

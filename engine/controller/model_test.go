@@ -45,7 +45,7 @@ func TestRandomizedVolumeOperations(t *testing.T) {
 		reps = append(reps, startReplica(t, filepath.Join(dir, n), size0, replica.Options{}))
 	}
 	ctx := context.Background()
-	c := newController(t, size0, controller.Options{})
+	c := newController(t, size0, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(reps...), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestRandomizedVolumeOperations(t *testing.T) {
 	if err := c.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	c2 := newController(t, size, controller.Options{})
+	c2 := newController(t, size, controller.VolumeOptions{})
 	if err := c2.Start(ctx, addrs(reps...), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
-	enginesync "github.com/longhorn-go/longhorn/engine/sync"
+	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
 // Rebuild states (Longhorn's ReplicaRebuildStatus.State).
@@ -282,9 +282,9 @@ func (c *Controller) waitFilesSync(ctx context.Context, b *backend, rb *rebuildS
 		rb.progress = min(st.GetProgress(), 99)
 		c.mu.Unlock()
 		switch {
-		case st.GetState() == enginesync.StateError:
+		case st.GetState() == syncagent.StateError:
 			return fmt.Errorf("files sync into %s: %s", b.addr, st.GetError())
-		case !st.GetIsRebuilding() && st.GetState() == enginesync.StateComplete:
+		case !st.GetIsRebuilding() && st.GetState() == syncagent.StateComplete:
 			return nil
 		}
 	}

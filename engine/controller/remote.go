@@ -12,7 +12,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
-	enginesync "github.com/longhorn-go/longhorn/engine/sync"
+	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
 // rpcTimeout bounds one control call to a replica.
@@ -34,7 +34,7 @@ type remote struct {
 // NormalizeAddress returns the canonical "tcp://HOST:P" form of a replica
 // address given as "tcp://HOST:P" or "HOST:P".
 func NormalizeAddress(addr string) (string, error) {
-	host, port, err := enginesync.ParseReplicaAddress(addr)
+	host, port, err := syncagent.ParseReplicaAddress(addr)
 	if err != nil {
 		return "", err
 	}
@@ -42,7 +42,7 @@ func NormalizeAddress(addr string) (string, error) {
 }
 
 func newRemote(addr string) (*remote, error) {
-	host, port, err := enginesync.ParseReplicaAddress(addr)
+	host, port, err := syncagent.ParseReplicaAddress(addr)
 	if err != nil {
 		return nil, err
 	}

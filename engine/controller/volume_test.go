@@ -89,7 +89,7 @@ func (r *testReplica) readAll(size int64) []byte {
 	return buf
 }
 
-func newController(t *testing.T, size int64, opts controller.Options) *controller.Controller {
+func newController(t *testing.T, size int64, opts controller.VolumeOptions) *controller.Controller {
 	t.Helper()
 	opts.Name, opts.Size = "vol", size
 	if opts.Log == nil {
@@ -98,7 +98,7 @@ func newController(t *testing.T, size int64, opts controller.Options) *controlle
 	if opts.EngineReplicaTimeout == 0 {
 		opts.EngineReplicaTimeout = 4 * time.Second
 	}
-	c, err := controller.New(opts)
+	c, err := controller.NewVolume(opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestStartRevisionCounterPicksNewest(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{})
+	c := newController(t, size, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +153,7 @@ func TestStartRevisionCounterPicksNewest(t *testing.T) {
 	if err := c.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
-	c2 := newController(t, size, controller.Options{})
+	c2 := newController(t, size, controller.VolumeOptions{})
 	if err := c2.Start(ctx, addrs(b, a), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestStartSalvagePicksOneReplica(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, opts)
 	b := startReplica(t, filepath.Join(dir, "b"), size, opts)
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{DisableRevisionCounter: true})
+	c := newController(t, size, controller.VolumeOptions{DisableRevisionCounter: true})
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -184,7 +184,7 @@ func TestStartSalvagePicksOneReplica(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = c.Shutdown()
-	c2 := newController(t, size, controller.Options{DisableRevisionCounter: true})
+	c2 := newController(t, size, controller.VolumeOptions{DisableRevisionCounter: true})
 	if err := c2.Start(ctx, addrs(a, b), 0, 0, true); err != nil {
 		t.Fatal(err)
 	}
@@ -192,7 +192,7 @@ func TestStartSalvagePicksOneReplica(t *testing.T) {
 		t.Fatalf("salvage modes %v, want b (larger head) RW and a ERR", m)
 	}
 	// A replica whose revision counter setting differs from the engine's is ERR.
-	c3 := newController(t, size, controller.Options{})
+	c3 := newController(t, size, controller.VolumeOptions{})
 	if err := c3.Start(ctx, addrs(b), 0, 0, false); err == nil {
 		t.Fatal("start with mismatching revision counter setting succeeded")
 	}
@@ -206,7 +206,7 @@ func TestRebuildWhileWriting(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{})
+	c := newController(t, size, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -273,7 +273,7 @@ func TestExpandWhileAttached(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{})
+	c := newController(t, size, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -321,7 +321,7 @@ func TestSnapshotErrorsDoNotFailReplicas(t *testing.T) {
 	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
 	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.Options{})
+	c := newController(t, size, controller.VolumeOptions{})
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}

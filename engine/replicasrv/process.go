@@ -13,7 +13,7 @@ import (
 	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
-	enginesync "github.com/longhorn-go/longhorn/engine/sync"
+	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
 // PortCount is the number of consecutive ports a replica process uses
@@ -45,7 +45,7 @@ func SplitListen(listen string) (string, int, error) {
 // Process is a running replica process.
 type Process struct {
 	Server *Server
-	agent  *enginesync.Agent
+	agent  *syncagent.Agent
 	ctl    *grpc.Server
 	sync   *grpc.Server
 	data   *dataconn.Server
@@ -88,7 +88,7 @@ func Start(cfg Config, log logrus.FieldLogger) (*Process, error) {
 	enginerpc.RegisterReplicaServiceServer(pr.ctl, srv)
 	pr.data = dataconn.NewServer(dataHandler{srv}, log)
 	srv.dataConns = pr.data.Conns
-	pr.agent = enginesync.NewAgent(syncReplica{srv}, host, p+3, p+PortCount-1, log)
+	pr.agent = syncagent.NewAgent(syncReplica{srv}, host, p+3, p+PortCount-1, log)
 	pr.sync = grpc.NewServer()
 	enginerpc.RegisterSyncAgentServiceServer(pr.sync, pr.agent)
 	go func() { pr.errc <- pr.ctl.Serve(lns[0]) }()

@@ -4,7 +4,7 @@
 //
 //	P        ReplicaService gRPC (this package): state, snapshot, revert, expand, ...
 //	P+1      data server (engine/dataconn): read, write, unmap, flush, ping
-//	P+2      SyncAgentService gRPC (engine/sync): rebuild file sync, purge
+//	P+2      SyncAgentService gRPC (engine/syncagent): rebuild file sync, purge
 //	P+3..P+9 ssync transfer receivers, one per file being received
 package replicasrv
 

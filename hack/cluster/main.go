@@ -1,4 +1,4 @@
-// Command lhcluster runs the local cluster (package test/cluster): `up`,
+// Command lhcluster runs the local cluster (package testbed/cluster): `up`,
 // `down` and `status` for users (make cluster / make cluster-down), and the
 // internal modes `node-agent` (one per node, inside its netns) and
 // `pod-exec` (one per container process).
@@ -24,8 +24,8 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
 
-	"github.com/longhorn-go/longhorn/test/cluster"
-	"github.com/longhorn-go/longhorn/test/cluster/nodeagent"
+	"github.com/longhorn-go/longhorn/testbed/cluster"
+	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
 )
 
 func main() {

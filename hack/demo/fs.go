@@ -11,7 +11,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // fsDir is the demo's working directory inside the node's mount namespace:

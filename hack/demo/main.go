@@ -31,7 +31,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 type options struct {

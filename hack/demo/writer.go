@@ -7,7 +7,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // writerFile is written on the demo filesystem while a replica is killed

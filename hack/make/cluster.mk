@@ -1,4 +1,4 @@
-# Local cluster (test/cluster, command hack/cluster -> bin/lhcluster). Needs root
+# Local cluster (testbed/cluster, command hack/cluster -> bin/lhcluster). Needs root
 # (network namespaces, mounts, cgroups). Re-running `make cluster` on a running
 # cluster keeps what runs and completes the rest.
 CLUSTER_NAME      ?= lh

@@ -1,5 +1,5 @@
 # End-to-end tests (issue 7, test/e2e): the scenarios run against a local
-# cluster the test package brings up itself (test/cluster, name lhe2e,
+# cluster the test package brings up itself (testbed/cluster, name lhe2e,
 # 3 nodes on 10.99.16.0/24, services 10.99.17.0/24, deploy/longhorn.yaml) and
 # tears down at the end, also on failure, timeout or interrupt. Needs root.
 # `make test` runs it as its last step (TEST_STEPS); plain `go test ./...`

@@ -1,4 +1,4 @@
-# Engine (engine/dataconn, engine/controller, engine/sync, engine/replicasrv):
+# Engine (engine/dataconn, engine/controller, engine/syncagent, engine/replicasrv):
 # Go benchmarks of the data path and a fuzzing run. The engine's tests run in
 # `make test` (engine/enginetest starts real processes with LONGHORN_BINARY).
 ENGINE_BENCH_N ?= 20000x
@@ -11,4 +11,4 @@ bench-engine: ## engine data path: dataconn and replicated I/O, with syscalls an
 fuzz-engine: ## fuzz the engine's network parsers for ENGINE_FUZZTIME each (dataconn, ssync)
 	go test -run '^$$' -fuzz '^FuzzServerConn$$' -fuzztime $(ENGINE_FUZZTIME) ./engine/dataconn/
 	go test -run '^$$' -fuzz '^FuzzClientResponses$$' -fuzztime $(ENGINE_FUZZTIME) ./engine/dataconn/
-	go test -run '^$$' -fuzz '^FuzzParseInterval$$' -fuzztime $(ENGINE_FUZZTIME) ./engine/sync/
+	go test -run '^$$' -fuzz '^FuzzParseInterval$$' -fuzztime $(ENGINE_FUZZTIME) ./engine/syncagent/

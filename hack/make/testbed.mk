@@ -1,5 +1,5 @@
 # Test bed: control-plane binaries for integration tests (make testbin; used by
-# test/testenv) and the local cluster (cluster.mk). Binaries are built from the Go module proxy by the separate
+# testbed/testenv) and the local cluster (cluster.mk). Binaries are built from the Go module proxy by the separate
 # modules under hack/testbin/ and cached in $(CACHE_DIR), keyed by version.
 
 # KUBEBUILDER_ASSETS for envtest: etcd, kube-apiserver, kubectl, kube-controller-manager,

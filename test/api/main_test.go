@@ -19,7 +19,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
-	"github.com/longhorn-go/longhorn/test/testenv"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
 	"github.com/longhorn-go/longhorn/types"
 )
 

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	lh "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
-	"github.com/longhorn-go/longhorn/test/testenv"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
 )
 
 // The CRD schemas reject values outside Longhorn's enums and ranges, naming

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/longhorn-go/longhorn/test/cluster"
+	"github.com/longhorn-go/longhorn/testbed/cluster"
 	"github.com/longhorn-go/longhorn/types"
 )
 
@@ -25,7 +25,7 @@ const managerSelector = "app=longhorn-manager"
 // imSelector selects instance-manager pods (controller/im_pod.go labels).
 var imSelector = types.LonghornLabelComponent + "=" + types.LonghornComponentInstanceManager
 
-// cutLink takes node i's link down (test/cluster SetLinkUp on the
+// cutLink takes node i's link down (testbed/cluster SetLinkUp on the
 // root-namespace veth end) and registers a cleanup that brings it back up;
 // the returned function restores it earlier (idempotent).
 func cutLink(t *testing.T, c *cluster.Config, i int) (restore func()) {

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
-	"github.com/longhorn-go/longhorn/test/cluster"
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/cluster"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // Sizes and bounds shared by the scenarios.

@@ -1,5 +1,5 @@
 // Package e2e runs Longhorn's main job end to end: a local 3-node cluster
-// (test/cluster) with deploy/longhorn.yaml installed unchanged, volumes
+// (testbed/cluster) with deploy/longhorn.yaml installed unchanged, volumes
 // attached through the real frontend, data written and checksummed with real
 // clients, and failures injected the way they happen in production (a
 // replica process killed, a node's link cut, a manager or instance-manager
@@ -31,8 +31,8 @@ import (
 	"time"
 
 	"github.com/longhorn-go/longhorn/internal/testutil"
-	"github.com/longhorn-go/longhorn/test/cluster"
-	"github.com/longhorn-go/longhorn/test/testenv"
+	"github.com/longhorn-go/longhorn/testbed/cluster"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
 )
 
 // Cluster shape of the e2e suite. Nodes is 3: scenario c uses a 2-replica
@@ -41,7 +41,7 @@ import (
 const (
 	clusterName = "lhe2e"
 	clusterSize = 3
-	// lockFile is the machine-wide lock test/cluster's TestLocalCluster takes:
+	// lockFile is the machine-wide lock testbed/cluster's TestLocalCluster takes:
 	// one local cluster test at a time (CPU), and two worktrees' e2e runs
 	// never share the lhe2e name.
 	lockFile = "lhcluster-test.lock"

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // TestManagerPodDeleted: a volume is attached on node-1, so node-1's

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // TestNodeNetworkCut: a 2-replica volume on a 3-node cluster is attached on

@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // TestNumberOfReplicasChange: a 2-replica volume attached with data gets

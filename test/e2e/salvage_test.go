@@ -5,7 +5,7 @@ import (
 	"time"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // TestInstanceManagerPodDeleted: two volumes are attached on the same node

@@ -16,8 +16,8 @@ import (
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	lhclient "github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
-	"github.com/longhorn-go/longhorn/test/cluster"
-	"github.com/longhorn-go/longhorn/test/e2e/framework"
+	"github.com/longhorn-go/longhorn/testbed/cluster"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 )
 
 // lhNamespace is where deploy/longhorn.yaml installs Longhorn.

@@ -1,5 +1,5 @@
 // Package manager_test runs three `longhorn manager` processes against a
-// real kube-apiserver and etcd (test/testenv) as three nodes, with their
+// real kube-apiserver and etcd (testbed/testenv) as three nodes, with their
 // instance managers as real local processes.
 //
 // Simulated nodes: node i (1..3) is the loopback address 127.R.S.i (R and S
@@ -39,7 +39,7 @@ import (
 	"github.com/longhorn-go/longhorn/internal/testutil"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
-	"github.com/longhorn-go/longhorn/test/testenv"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
 )
 
 const (

@@ -17,7 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 
-	"github.com/longhorn-go/longhorn/test/cluster/nodeagent"
+	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
 )
 
 // ErrRunning is returned when up finds a running cluster whose config

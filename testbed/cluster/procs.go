@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/longhorn-go/longhorn/internal/procstat"
-	"github.com/longhorn-go/longhorn/test/cluster/nodeagent"
+	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
 )
 
 // Proc identifies a daemon the cluster started. Start (the process start

@@ -14,7 +14,7 @@
 // Only data extents are sent, in batches of at most 2 MiB by 4 workers; with
 // fast sync a batch is skipped when the receiver's checksum equals the
 // sender's. Offsets are bytes.
-package sync
+package syncagent
 
 import (
 	"encoding/json"

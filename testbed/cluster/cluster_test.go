@@ -20,7 +20,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/longhorn-go/longhorn/internal/testutil"
-	"github.com/longhorn-go/longhorn/test/testenv"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
 )
 
 // testDaemonSet runs the info-server (lhcluster's test workload) and a

@@ -1,5 +1,5 @@
 // Package framework drives Longhorn on a running cluster (normally the local
-// cluster of `make cluster`, package test/cluster) for `make demo` and the
+// cluster of `make cluster`, package testbed/cluster) for `make demo` and the
 // e2e tests: settings, volumes, attachment tickets, engine endpoints,
 // replica lists, commands inside a node's namespaces, replica process kills
 // and data sets written and verified through a volume's frontend with real

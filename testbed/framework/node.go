@@ -17,7 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/longhorn-go/longhorn/test/cluster/nodeagent"
+	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
 	"github.com/longhorn-go/longhorn/types"
 )
 
