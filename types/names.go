@@ -123,3 +123,10 @@ func ReplicaLabels(volume, node, diskUUID string) map[string]string {
 	}
 	return l
 }
+
+// DiskRemovalRefused is Longhorn's message for removing a disk that still
+// allows scheduling or holds replicas (webhook node validator); Longhorn's
+// tests and UI match "Please disable the disk".
+func DiskRemovalRefused(node, path string) string {
+	return fmt.Sprintf("Delete Disk on node %s error: Please disable the disk %s and remove all replicas and backing images first", node, path)
+}
