@@ -17,8 +17,10 @@ import (
 const fuseConnDir = "/sys/fs/fuse/connections"
 
 // Cleanup removes whatever an earlier blockdev frontend of volume left on
-// this node: the device node DevDir/<volume>, the loop devices tagged for the
-// volume (and the one the node points at), the FUSE mount FuseDir/<volume>
+// this node: the device node DevDir/<volume>, the kernel device the owner
+// record names (a loop device by its tag, an NBD index, an iSCSI session;
+// never one found by name only, which on a kernel shared by several test
+// clusters may be another's), the FUSE mount FuseDir/<volume>
 // (aborted first: its engine may be dead) and the owner record. It is
 // idempotent and safe when nothing is left. It does not touch the kernel NBD
 // or iSCSI modes' devices of a live engine; for those it disconnects the
@@ -33,20 +35,8 @@ func Cleanup(cfg Config, volume string) error {
 	}
 	var errs []error
 	node := filepath.Join(cfg.DevDir, volume)
-	if rdev, ok := blockRdev(node); ok {
-		if loop, isLoop := loopPathOf(rdev); isLoop {
-			if tag, err := loopOwner(loop); err == nil && tag == loopTag(volume) {
-				errs = append(errs, loopDetach(loop))
-			}
-		}
-	}
 	if err := os.Remove(node); err != nil && !errors.Is(err, os.ErrNotExist) {
 		errs = append(errs, fmt.Errorf("remove %s: %w", node, err))
-	}
-	loops, err := loopsOf(volume)
-	errs = append(errs, err)
-	for _, l := range loops {
-		errs = append(errs, loopDetach(l))
 	}
 	if rec, err := readOwner(cfg, volume); err == nil {
 		errs = append(errs, disconnectRecorded(rec))

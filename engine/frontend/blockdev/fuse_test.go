@@ -84,7 +84,7 @@ func assertNothingLeft(t *testing.T, cfg Config, name, loop string) {
 	}
 	waitFor(t, "loop devices of "+name+" to go", func() bool { l, _ := loopsOf(name); return len(l) == 0 })
 	if loop != "" {
-		if tag, _ := loopOwner(loop); tag == loopTag(name) {
+		if tag, _ := loopOwner(loop); strings.HasPrefix(tag, loopPrefix(name)) {
 			t.Errorf("%s still attached for %s", loop, name)
 		}
 	}

@@ -150,3 +150,8 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// loopsOf lists every attached loop device carrying volume's prefix.
+func loopsOf(volume string) ([]string, error) {
+	return loopsTagged(func(tag string) bool { return strings.HasPrefix(tag, loopPrefix(volume)) })
+}

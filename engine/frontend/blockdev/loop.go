@@ -2,6 +2,7 @@ package blockdev
 
 import (
 	"bytes"
+	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
@@ -9,39 +10,41 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
 )
 
-// loopTag returns the lo_file_name a loop device of ours carries for
-// volume, so that a stale device of a dead engine can be told from anyone
-// else's: "lhbd:<volume>", or for names over 58 bytes "lhbd:" + the first 40
-// bytes + "~" + 16 hex digits of the name's SHA-256. lo_file_name is
-// LO_NAME_SIZE (64) bytes including the NUL (linux/loop.h); the kernel
-// keeps it as given (modern kernels store no other settable text field).
+// loopTag returns the lo_file_name a loop device of ours carries: the
+// volume's loopPrefix and a random id of this attachment, recorded in the
+// owner record. A stale device of a dead engine is then told apart from any
+// other (another node's or another cluster's on a shared kernel) without
+// guessing from names. lo_file_name is LO_NAME_SIZE (64) bytes with the NUL
+// (linux/loop.h); the kernel keeps it as given (modern kernels store no
+// other settable text field of loop_info64).
 func loopTag(volume string) string {
-	if len(volume) <= unix.LO_NAME_SIZE-1-5 {
-		return "lhbd:" + volume
-	}
-	sum := sha256.Sum256([]byte(volume))
-	return "lhbd:" + volume[:40] + "~" + hex.EncodeToString(sum[:8])
+	id := make([]byte, 8)
+	_, _ = rand.Read(id)
+	return loopPrefix(volume) + hex.EncodeToString(id)
 }
 
-// loopMajor is the block major number of loop devices (Documentation/admin-guide/devices.txt).
-const loopMajor = 7
+// loopPrefix is "lhbd:" + 16 hex digits of SHA-256(volume) + ":".
+func loopPrefix(volume string) string {
+	sum := sha256.Sum256([]byte(volume))
+	return "lhbd:" + hex.EncodeToString(sum[:8]) + ":"
+}
 
 // loopDevice is an attached /dev/loopN.
 type loopDevice struct {
 	path  string // /dev/loopN
 	rdev  uint64 // its device number, for mknod
 	index int
+	tag   string // lo_file_name, see loopTag
 }
 
 // loopAttach attaches backing (opened here with O_DIRECT) to a free loop
 // device with direct I/O and 512-byte logical blocks, tagged for volume
-// (see loopTag). A free device taken by someone else between
+// (a fresh loopTag). A free device taken by someone else between
 // LOOP_CTL_GET_FREE and LOOP_CONFIGURE (EBUSY) is retried.
 func loopAttach(backing, volume string) (*loopDevice, error) {
 	bf, err := os.OpenFile(backing, os.O_RDWR|unix.O_DIRECT, 0)
@@ -56,7 +59,8 @@ func loopAttach(backing, volume string) (*loopDevice, error) {
 	defer ctl.Close()
 	cfg := unix.LoopConfig{Fd: uint32(bf.Fd()), Size: 512}
 	cfg.Info.Flags = unix.LO_FLAGS_DIRECT_IO
-	copy(cfg.Info.File_name[:], loopTag(volume))
+	tag := loopTag(volume)
+	copy(cfg.Info.File_name[:], tag)
 	for attempt := 0; attempt < 20; attempt++ {
 		n, err := unix.IoctlRetInt(int(ctl.Fd()), unix.LOOP_CTL_GET_FREE)
 		if err != nil {
@@ -66,6 +70,9 @@ func loopAttach(backing, volume string) (*loopDevice, error) {
 		if errors.Is(err, unix.EBUSY) {
 			time.Sleep(10 * time.Millisecond)
 			continue
+		}
+		if dev != nil {
+			dev.tag = tag
 		}
 		return dev, err
 	}
@@ -145,9 +152,9 @@ func cString(b []uint8) string {
 	return string(b)
 }
 
-// loopsOf lists the attached loop devices tagged for volume (see loopTag),
+// loopsTagged lists the attached loop devices whose tag satisfies match,
 // from /sys/block/loop*.
-func loopsOf(volume string) ([]string, error) {
+func loopsTagged(match func(tag string) bool) ([]string, error) {
 	dirs, err := filepath.Glob("/sys/block/loop*")
 	if err != nil {
 		return nil, err
@@ -165,27 +172,9 @@ func loopsOf(volume string) ([]string, error) {
 			}
 			return nil, err
 		}
-		if tag == loopTag(volume) {
+		if match(tag) {
 			out = append(out, dev)
 		}
 	}
 	return out, nil
-}
-
-// loopPathOf returns /dev/loopN for a device number of major loopMajor.
-func loopPathOf(rdev uint64) (string, bool) {
-	if unix.Major(rdev) != loopMajor {
-		return "", false
-	}
-	// Loop minors are index * (1 << max_part); with the default max_part=0 the
-	// minor is the index. Read the name from sysfs to be exact.
-	link, err := os.Readlink(fmt.Sprintf("/sys/dev/block/%d:%d", unix.Major(rdev), unix.Minor(rdev)))
-	if err != nil {
-		return "", false
-	}
-	name := filepath.Base(link)
-	if !strings.HasPrefix(name, "loop") {
-		return "", false
-	}
-	return "/dev/" + name, true
 }

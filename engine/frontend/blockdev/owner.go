@@ -16,6 +16,8 @@ type ownerRecord struct {
 	PID  int    `json:"pid"`
 	Mode Mode   `json:"mode"`
 	Path string `json:"path"` // the kernel device
+	// LoopTag is the fuse mode's loop device tag (see loopTag).
+	LoopTag string `json:"loopTag,omitempty"`
 	// NBDIndex is the nbd mode's device index (/dev/nbdN), -1 otherwise.
 	NBDIndex int `json:"nbdIndex"`
 	// ISCSI target and portal of the iscsi mode.
@@ -55,10 +57,19 @@ func readOwner(cfg Config, volume string) (ownerRecord, error) {
 	return rec, nil
 }
 
-// disconnectRecorded undoes a recorded nbd or iscsi device (a fuse mode's
-// loop and mount are found without the record).
+// disconnectRecorded undoes a recorded device: the fuse mode's loop (by its
+// tag), the nbd mode's NBD device, the iscsi mode's session.
 func disconnectRecorded(rec ownerRecord) error {
 	switch rec.Mode {
+	case ModeFUSE:
+		if rec.LoopTag == "" {
+			return nil
+		}
+		loops, err := loopsTagged(func(tag string) bool { return tag == rec.LoopTag })
+		for _, l := range loops {
+			err = errors.Join(err, loopDetach(l))
+		}
+		return err
 	case ModeNBD:
 		if rec.NBDIndex >= 0 {
 			return nbdDisconnect(rec.NBDIndex)

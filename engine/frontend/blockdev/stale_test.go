@@ -99,7 +99,7 @@ func TestEngineKilledThenReattach(t *testing.T) {
 	if err := f.Startup(context.Background(), name, be.Size(), be); err != nil {
 		t.Fatal(err)
 	}
-	if tag, _ := loopOwner(oldLoop); tag == loopTag(name) && oldLoop != f.dev.kernelPath() {
+	if tag, _ := loopOwner(oldLoop); strings.HasPrefix(tag, loopPrefix(name)) && oldLoop != f.dev.kernelPath() {
 		t.Fatalf("stale loop %s survived the reattach", oldLoop)
 	}
 	if loops, _ := loopsOf(name); len(loops) != 1 {

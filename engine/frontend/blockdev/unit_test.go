@@ -46,12 +46,14 @@ func TestChooseMode(t *testing.T) {
 }
 
 func TestLoopTag(t *testing.T) {
-	if got := loopTag("pvc-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0"); got != "lhbd:pvc-0f1e2d3c-4b5a-6978-8796-a5b4c3d2e1f0" {
-		t.Errorf("short name tag %q", got)
+	for _, v := range []string{"v", strings.Repeat("a", 253)} {
+		a, b := loopTag(v), loopTag(v)
+		if a == b || len(a) > 63 || !strings.HasPrefix(a, loopPrefix(v)) || !strings.HasPrefix(b, loopPrefix(v)) {
+			t.Errorf("tags %q %q: want distinct, at most 63 bytes, prefix %q", a, b, loopPrefix(v))
+		}
 	}
-	long1, long2 := strings.Repeat("a", 63), strings.Repeat("a", 62)+"b"
-	if a, b := loopTag(long1), loopTag(long2); a == b || len(a) > 63 || len(b) > 63 {
-		t.Errorf("long names: %q %q (want distinct, at most 63 bytes)", a, b)
+	if loopPrefix("a") == loopPrefix("b") {
+		t.Error("two volumes share a prefix")
 	}
 }
 
