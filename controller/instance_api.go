@@ -49,7 +49,9 @@ func (a handlerAPI) Engine(ctx context.Context, im engineapi.IMAddress, e engine
 }
 
 // imClientAdapter gives InstanceWatch the interface result type.
-type imClientAdapter struct{ *engineapi.InstanceManagerClient }
+type imClientAdapter struct {
+	*engineapi.InstanceManagerClient
+}
 
 func (c imClientAdapter) InstanceWatch(ctx context.Context) (instanceWatcher, error) {
 	w, err := c.InstanceManagerClient.InstanceWatch(ctx)
