@@ -194,7 +194,7 @@ func TestSettingGetters(t *testing.T) {
 	if b, err := ds.GetSettingAsBool(ctx, types.SettingNameAutoSalvage); err != nil || !b {
 		t.Errorf("bool default: %v, %v; want true", b, err)
 	}
-	if s, err := ds.GetSettingValueByDataEngine(ctx, types.SettingNameGuaranteedInstanceManagerCPU, longhorn.DataEngineTypeV1); err != nil || s != "12" {
+	if s, err := ds.settingValueByDataEngine(ctx, types.SettingNameGuaranteedInstanceManagerCPU, longhorn.DataEngineTypeV1); err != nil || s != "12" {
 		t.Errorf("default by engine: %q, %v; want 12", s, err)
 	}
 	if s, err := ds.GetSettingValue(ctx, types.SettingNameDefaultDataPath); err != nil || s != "/var/lib/longhorn" {

@@ -108,9 +108,9 @@ func (ds *DataStore) GetSettingAsBool(ctx context.Context, name types.SettingNam
 	return types.ParseSettingBool(name, v)
 }
 
-// GetSettingValueByDataEngine returns a setting's plain value for one data
+// settingValueByDataEngine returns a setting's plain value for one data
 // engine (see types.SettingValueForDataEngine); works for every setting.
-func (ds *DataStore) GetSettingValueByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (string, error) {
+func (ds *DataStore) settingValueByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (string, error) {
 	v, err := ds.GetSettingValue(ctx, name)
 	if err != nil {
 		return "", err
@@ -120,7 +120,7 @@ func (ds *DataStore) GetSettingValueByDataEngine(ctx context.Context, name types
 
 // GetSettingAsIntByDataEngine returns an int setting for one data engine.
 func (ds *DataStore) GetSettingAsIntByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (int64, error) {
-	v, err := ds.GetSettingValueByDataEngine(ctx, name, engine)
+	v, err := ds.settingValueByDataEngine(ctx, name, engine)
 	if err != nil {
 		return 0, err
 	}
@@ -129,7 +129,7 @@ func (ds *DataStore) GetSettingAsIntByDataEngine(ctx context.Context, name types
 
 // GetSettingAsBoolByDataEngine returns a bool setting for one data engine.
 func (ds *DataStore) GetSettingAsBoolByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (bool, error) {
-	v, err := ds.GetSettingValueByDataEngine(ctx, name, engine)
+	v, err := ds.settingValueByDataEngine(ctx, name, engine)
 	if err != nil {
 		return false, err
 	}
