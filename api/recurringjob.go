@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"strings"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/validation"
 	"k8s.io/client-go/util/retry"
@@ -150,34 +149,4 @@ type Orphan struct {
 	OrphanType longhorn.OrphanType     `json:"orphanType"`
 	DataEngine longhorn.DataEngineType `json:"dataEngine"`
 	Parameters map[string]string       `json:"parameters"`
-}
-
-func (u urls) orphan(o *longhorn.Orphan) Orphan {
-	return Orphan{Resource: u.newResource("orphan", "orphans", o.Name), Name: o.Name, NodeID: o.Spec.NodeID,
-		OrphanType: o.Spec.Type, DataEngine: o.Spec.DataEngine, Parameters: nonNilMap(o.Spec.Parameters)}
-}
-
-func (s *Server) listOrphans(ctx context.Context, _ *http.Request, u urls) (int, any, error) {
-	objs, err := s.ds.ListOrphansRO(ctx, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, u.newCollection("orphan", "orphans", toResources(objs, u.orphan)), nil
-}
-
-func (s *Server) getOrphan(ctx context.Context, r *http.Request, u urls) (int, any, error) {
-	o, err := s.ds.GetOrphanRO(ctx, r.PathValue("name"))
-	if err != nil {
-		return 0, nil, err
-	}
-	return http.StatusOK, u.orphan(o), nil
-}
-
-// deleteOrphan deletes the Orphan object; removing the orphaned data is the
-// orphan controller's job (Longhorn's OrphanDelete does the same).
-func (s *Server) deleteOrphan(ctx context.Context, r *http.Request, _ urls) (int, any, error) {
-	if err := s.ds.DeleteOrphan(ctx, r.PathValue("name")); err != nil && !apierrors.IsNotFound(err) {
-		return 0, nil, err
-	}
-	return http.StatusNoContent, nil, nil
 }

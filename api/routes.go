@@ -52,9 +52,6 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/recurringjobs/{name}", h(s.getRecurringJob))
 	m.HandleFunc("PUT /v1/recurringjobs/{name}", h(s.updateRecurringJob))
 	m.HandleFunc("DELETE /v1/recurringjobs/{name}", h(s.deleteRecurringJob))
-	m.HandleFunc("GET /v1/orphans", h(s.listOrphans))
-	m.HandleFunc("GET /v1/orphans/{name}", h(s.getOrphan))
-	m.HandleFunc("DELETE /v1/orphans/{name}", h(s.deleteOrphan))
 
 	s.backupRoutes()
 	s.pendingRoutes()

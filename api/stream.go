@@ -52,7 +52,8 @@ func newHub(list handlerFunc, informers func() []cache.SharedIndexInformer) *hub
 }
 
 // newHubs lists every stream of Longhorn's router: one per collection, plus
-// backups (every Backup object).
+// backups (every Backup object). Streams of features this product does not
+// have yet send their empty collection once.
 func (s *Server) newHubs() map[string]*hub {
 	ds := s.ds
 	infs := func(f ...func() cache.SharedIndexInformer) func() []cache.SharedIndexInformer {
@@ -70,7 +71,7 @@ func (s *Server) newHubs() map[string]*hub {
 	return map[string]*hub{
 		"settings": newHub(s.listSettings, infs(ds.SettingInformer)),
 		"volumes": newHub(s.listVolumes, infs(ds.VolumeInformer, ds.EngineInformer, ds.ReplicaInformer,
-			ds.VolumeAttachmentInformer, ds.BackupInformer)),
+			ds.VolumeAttachmentInformer)),
 		"nodes":               newHub(s.listNodes, infs(ds.NodeInformer, ds.InstanceManagerInformer)),
 		"disktags":            newHub(s.listDiskTags, infs(ds.NodeInformer)),
 		"nodetags":            newHub(s.listNodeTags, infs(ds.NodeInformer)),
@@ -79,16 +80,16 @@ func (s *Server) newHubs() map[string]*hub {
 		"volumeattachments":   newHub(s.listVolumeAttachments, infs(ds.VolumeAttachmentInformer)),
 		"events":              newHub(s.listEvents, infs(events)),
 		"recurringjobs":       newHub(s.listRecurringJobs, infs(ds.RecurringJobInformer)),
-		"orphans":             newHub(s.listOrphans, infs(ds.OrphanInformer)),
 		"backuptargets":       newHub(s.listBackupTargets, infs(ds.BackupTargetInformer)),
-		"backupvolumes":       newHub(s.listBackupVolumes, infs(ds.BackupVolumeInformer)),
-		"backups":             newHub(s.listAllBackups, infs(ds.BackupInformer)),
-		"backingimages":       newHub(s.listBackingImages, infs(ds.BackingImageInformer)),
-		"backupbackingimages": newHub(s.listBackupBackingImages, infs(ds.BackupBackingImageInformer)),
-		"systembackups":       newHub(s.listSystemBackups, infs(ds.SystemBackupInformer)),
-		"systemrestores":      newHub(s.listSystemRestores, infs(ds.SystemRestoreInformer)),
-		"supportbundles":      newHub(s.listSupportBundles, infs(ds.SupportBundleInformer)),
-		"sharemanagers":       newHub(s.listShareManagers, infs(ds.ShareManagerInformer)),
+		"orphans":             newHub(emptyCollection("orphan", "orphans"), infs()),
+		"backupvolumes":       newHub(emptyCollection("backupVolume", "backupvolumes"), infs()),
+		"backups":             newHub(emptyCollection("backup", "backups"), infs()),
+		"backingimages":       newHub(emptyCollection("backingImage", "backingimages"), infs()),
+		"backupbackingimages": newHub(emptyCollection("backupBackingImage", "backupbackingimages"), infs()),
+		"systembackups":       newHub(emptyCollection("systemBackup", "systembackups"), infs()),
+		"systemrestores":      newHub(emptyCollection("systemRestore", "systemrestores"), infs()),
+		"supportbundles":      newHub(emptyCollection("supportBundle", "supportbundles"), infs()),
+		"sharemanagers":       newHub(emptyCollection("shareManager", "sharemanagers"), infs()),
 	}
 }
 

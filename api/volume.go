@@ -25,9 +25,6 @@ func (s *Server) volumeResource(ctx context.Context, u urls, v *longhorn.Volume)
 	if o.replicas, err = s.ds.ListReplicasByVolumeRO(ctx, v.Name); err != nil {
 		return Volume{}, err
 	}
-	if o.backups, err = s.ds.ListBackupsByVolumeRO(ctx, v.Name); err != nil {
-		return Volume{}, err
-	}
 	o.va, err = s.ds.GetVolumeAttachmentRO(ctx, v.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return Volume{}, err

@@ -166,8 +166,9 @@ type volumeObjects struct {
 	vol      *longhorn.Volume
 	engines  []*longhorn.Engine
 	replicas []*longhorn.Replica
-	backups  []*longhorn.Backup
-	va       *longhorn.VolumeAttachment
+	// backups are the volume's Backup objects (none until backups land).
+	backups []*longhorn.Backup
+	va      *longhorn.VolumeAttachment
 	// backupBlockSize is the block size in bytes used when the volume's
 	// spec leaves it 0 (setting default-backup-block-size).
 	backupBlockSize int64

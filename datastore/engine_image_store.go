@@ -21,3 +21,8 @@ func (ds *DataStore) GetEngineImageRO(_ context.Context, name string) (*longhorn
 func (ds *DataStore) ListEngineImagesRO(_ context.Context, selector labels.Selector) ([]*longhorn.EngineImage, error) {
 	return ds.engineImages.listRO(selector)
 }
+
+// DeleteEngineImage deletes the EngineImage name.
+func (ds *DataStore) DeleteEngineImage(ctx context.Context, name string) error {
+	return ds.engineImages.delete(ctx, name)
+}
