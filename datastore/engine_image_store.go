@@ -26,3 +26,13 @@ func (ds *DataStore) ListEngineImagesRO(_ context.Context, selector labels.Selec
 func (ds *DataStore) DeleteEngineImage(ctx context.Context, name string) error {
 	return ds.engineImages.delete(ctx, name)
 }
+
+// CreateEngineImage creates an EngineImage (in the store's namespace when obj has none).
+func (ds *DataStore) CreateEngineImage(ctx context.Context, obj *longhorn.EngineImage) (*longhorn.EngineImage, error) {
+	return ds.engineImages.create(ctx, obj)
+}
+
+// UpdateEngineImageStatus writes obj's status through the status subresource.
+func (ds *DataStore) UpdateEngineImageStatus(ctx context.Context, obj *longhorn.EngineImage) (*longhorn.EngineImage, error) {
+	return ds.engineImages.updateStatus(ctx, obj)
+}
