@@ -102,7 +102,7 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	}
 	res := Done
 	if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
-		c.monitors.ensure(key, imAddressOfEngine(e), engineRef(e))
+		c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e)})
 		obs := c.monitors.latest(e.Name)
 		applyObservation(e, obs)
 		if err := c.reconcileReplicas(ctx, e, obs); err != nil {

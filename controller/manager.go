@@ -47,7 +47,7 @@ type env struct {
 	opts     Options
 	ds       *datastore.DataStore
 	kube     kubernetes.Interface
-	api      *engineapi.Handler
+	api      instanceAPI
 	recorder record.EventRecorder
 
 	kubeNodes  corelisters.NodeLister
@@ -92,7 +92,7 @@ func New(opts Options, kube kubernetes.Interface, ds *datastore.DataStore, api *
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events(opts.Namespace)})
 	e := &env{
-		opts: opts, ds: ds, kube: kube, api: api,
+		opts: opts, ds: ds, kube: kube, api: handlerAPI{api},
 		recorder:       b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "longhorn-manager", Host: opts.NodeName}),
 		kubeNodes:      kf.Core().V1().Nodes().Lister(),
 		pods:           nf.Core().V1().Pods().Lister(),
