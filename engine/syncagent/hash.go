@@ -220,4 +220,3 @@ func (a *Agent) SnapshotHashLockState(context.Context, *emptypb.Empty) (*enginer
 	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
 	return &enginerpc.SnapshotHashLockStateResponse{}, nil
 }
-
