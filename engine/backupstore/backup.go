@@ -107,7 +107,9 @@ func (j *BackupJob) IsIncremental() bool { return j.last != nil }
 func (j *BackupJob) BlockCount() int { return len(j.offsets) }
 
 // URL returns the backup URL (valid once Run succeeded).
-func (j *BackupJob) URL() string { return EncodeBackupURL(j.req.BackupName, j.req.VolumeName, j.s.URL()) }
+func (j *BackupJob) URL() string {
+	return EncodeBackupURL(j.req.BackupName, j.req.VolumeName, j.s.URL())
+}
 
 // Abort releases the lock of a job that will not run.
 func (j *BackupJob) Abort() { _ = j.lock.Release() }
