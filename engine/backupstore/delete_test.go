@@ -88,7 +88,9 @@ func TestDeleteSkipsGCWithBackupInProgress(t *testing.T) {
 }
 
 func TestPlanRestore(t *testing.T) {
-	bm := func(off int64, c string) BlockMapping { return BlockMapping{Offset: off * DefaultBlockSize, BlockChecksum: c} }
+	bm := func(off int64, c string) BlockMapping {
+		return BlockMapping{Offset: off * DefaultBlockSize, BlockChecksum: c}
+	}
 	last := []BlockMapping{bm(0, "a"), bm(1, "b"), bm(3, "d")}
 	cur := []BlockMapping{bm(0, "a"), bm(1, "B"), bm(2, "c")}
 	ops := PlanRestore(last, cur)
