@@ -20,7 +20,7 @@ type target struct {
 	name string
 	url  string
 	cred Credential
-	stop func()             // make the target unreachable
+	stop func()              // make the target unreachable
 	file func(string) string // local file of a store path, for corruption
 }
 

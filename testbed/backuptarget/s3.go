@@ -163,7 +163,9 @@ func (s *S3) makeBucket() error {
 }
 
 // ObjectPath returns the file holding an object key (posix backend).
-func (s *S3) ObjectPath(key string) string { return filepath.Join(s.Root, s.Bucket, filepath.FromSlash(key)) }
+func (s *S3) ObjectPath(key string) string {
+	return filepath.Join(s.Root, s.Bucket, filepath.FromSlash(key))
+}
 
 // Stop kills the server now (a test of an unreachable target); Cleanup does
 // it too.
