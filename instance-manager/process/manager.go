@@ -53,6 +53,11 @@ type Config struct {
 	WatchBuffer int
 	// Logger; default logrus.StandardLogger().
 	Logger logrus.FieldLogger
+	// OnExit, when set, runs after a process's OS process ended and before
+	// the exit is recorded and published, so that what it cleans up (the
+	// blockdev frontend's device of a dead engine) is gone before anyone
+	// sees the process stopped. It must not call the Manager.
+	OnExit func(Info)
 }
 
 func (c *Config) setDefaults() error {
@@ -242,6 +247,9 @@ func (m *Manager) startLocked(spec Spec, meta Meta) (*proc, error) {
 // wait reaps the OS process and applies EventExit.
 func (m *Manager) wait(p *proc) {
 	err := p.run.Wait()
+	if m.cfg.OnExit != nil {
+		m.cfg.OnExit(Info{Spec: cloneSpec(p.spec), Meta: p.meta})
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	close(p.exited)
