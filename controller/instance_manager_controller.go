@@ -162,7 +162,7 @@ func (c *InstanceManagerController) syncInstanceManager(ctx context.Context, key
 		im.Status.IP = pod.Status.PodIP
 	}
 	if im.Status.CurrentState == longhorn.InstanceManagerStateRunning {
-		c.monitors.ensure(name, c.key(name), imAddress(im.Status.IP))
+		c.monitors.ensure(name, imTarget{Key: c.key(name), Addr: imAddress(im.Status.IP)})
 	} else {
 		c.monitors.stop(name)
 	}

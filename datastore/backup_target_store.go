@@ -3,7 +3,6 @@ package datastore
 import (
 	"context"
 
-	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -14,25 +13,9 @@ func (ds *DataStore) BackupTargetInformer() cache.SharedIndexInformer {
 	return ds.backupTargets.informer
 }
 
-// GetBackupTarget returns a deep copy of the cached BackupTarget name; the caller may change it.
-// A missing object gives an apierrors NotFound error.
-func (ds *DataStore) GetBackupTarget(_ context.Context, name string) (*longhorn.BackupTarget, error) {
-	return ds.backupTargets.get(name)
-}
-
 // GetBackupTargetRO returns the cached BackupTarget name itself. It must not be modified.
 func (ds *DataStore) GetBackupTargetRO(_ context.Context, name string) (*longhorn.BackupTarget, error) {
 	return ds.backupTargets.getRO(name)
-}
-
-// ListBackupTargets returns deep copies of the cached BackupTargets matching selector (nil = all).
-func (ds *DataStore) ListBackupTargets(_ context.Context, selector labels.Selector) ([]*longhorn.BackupTarget, error) {
-	return ds.backupTargets.list(selector)
-}
-
-// ListBackupTargetsRO returns the cached BackupTargets matching selector (nil = all); read-only.
-func (ds *DataStore) ListBackupTargetsRO(_ context.Context, selector labels.Selector) ([]*longhorn.BackupTarget, error) {
-	return ds.backupTargets.listRO(selector)
 }
 
 // CreateBackupTarget creates a BackupTarget (in the store's namespace when obj has none).
@@ -43,14 +26,4 @@ func (ds *DataStore) CreateBackupTarget(ctx context.Context, obj *longhorn.Backu
 // UpdateBackupTarget writes obj's metadata and spec; a stale resourceVersion gives a Conflict.
 func (ds *DataStore) UpdateBackupTarget(ctx context.Context, obj *longhorn.BackupTarget) (*longhorn.BackupTarget, error) {
 	return ds.backupTargets.update(ctx, obj)
-}
-
-// UpdateBackupTargetStatus writes obj's status through the status subresource.
-func (ds *DataStore) UpdateBackupTargetStatus(ctx context.Context, obj *longhorn.BackupTarget) (*longhorn.BackupTarget, error) {
-	return ds.backupTargets.updateStatus(ctx, obj)
-}
-
-// DeleteBackupTarget deletes the BackupTarget name.
-func (ds *DataStore) DeleteBackupTarget(ctx context.Context, name string) error {
-	return ds.backupTargets.delete(ctx, name)
 }

@@ -23,11 +23,6 @@ func (ds *DataStore) GetNodeRO(_ context.Context, name string) (*longhorn.Node, 
 	return ds.nodes.getRO(name)
 }
 
-// ListNodes returns deep copies of the cached Nodes matching selector (nil = all).
-func (ds *DataStore) ListNodes(_ context.Context, selector labels.Selector) ([]*longhorn.Node, error) {
-	return ds.nodes.list(selector)
-}
-
 // ListNodesRO returns the cached Nodes matching selector (nil = all); read-only.
 func (ds *DataStore) ListNodesRO(_ context.Context, selector labels.Selector) ([]*longhorn.Node, error) {
 	return ds.nodes.listRO(selector)
@@ -46,9 +41,4 @@ func (ds *DataStore) UpdateNode(ctx context.Context, obj *longhorn.Node) (*longh
 // UpdateNodeStatus writes obj's status through the status subresource.
 func (ds *DataStore) UpdateNodeStatus(ctx context.Context, obj *longhorn.Node) (*longhorn.Node, error) {
 	return ds.nodes.updateStatus(ctx, obj)
-}
-
-// DeleteNode deletes the Node name.
-func (ds *DataStore) DeleteNode(ctx context.Context, name string) error {
-	return ds.nodes.delete(ctx, name)
 }

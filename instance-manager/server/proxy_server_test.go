@@ -191,3 +191,74 @@ func TestProxyRefusals(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestProxyMethodMap calls every forwarding method against an engine that
+// implements nothing: each must reach the engine method it stands for (the
+// engine names it in its Unimplemented answer) and keep the engine's code.
+func TestProxyMethodMap(t *testing.T) {
+	im := startIM(t, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	enginerpc.RegisterControllerServiceServer(s, enginerpc.UnimplementedControllerServiceServer{})
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	ctx := ctxT(t)
+	per := &imrpc.ProxyEngineRequest{Address: l.Addr().String()}
+	p := im.proxy
+	calls := map[string]func() error{
+		"VersionDetailGet": func() error { _, err := p.ServerVersionGet(ctx, per); return err },
+		"VolumeGet":        func() error { _, err := p.VolumeGet(ctx, per); return err },
+		"VolumeExpand": func() error {
+			_, err := p.VolumeExpand(ctx, &imrpc.EngineVolumeExpandRequest{ProxyEngineRequest: per, Size: 1})
+			return err
+		},
+		"VolumeFrontendStart": func() error {
+			_, err := p.VolumeFrontendStart(ctx, &imrpc.EngineVolumeFrontendStartRequest{ProxyEngineRequest: per})
+			return err
+		},
+		"VolumeFrontendShutdown": func() error { _, err := p.VolumeFrontendShutdown(ctx, per); return err },
+		"VolumeSnapshot": func() error {
+			_, err := p.VolumeSnapshot(ctx, &imrpc.EngineVolumeSnapshotRequest{ProxyEngineRequest: per})
+			return err
+		},
+		"SnapshotList": func() error { _, err := p.SnapshotList(ctx, per); return err },
+		"VolumeRevert": func() error {
+			_, err := p.SnapshotRevert(ctx, &imrpc.EngineSnapshotRevertRequest{ProxyEngineRequest: per, Name: "s"})
+			return err
+		},
+		"SnapshotPurge": func() error {
+			_, err := p.SnapshotPurge(ctx, &imrpc.EngineSnapshotPurgeRequest{ProxyEngineRequest: per})
+			return err
+		},
+		"SnapshotPurgeStatus": func() error { _, err := p.SnapshotPurgeStatus(ctx, per); return err },
+		"SnapshotClone": func() error {
+			_, err := p.SnapshotClone(ctx, &imrpc.EngineSnapshotCloneRequest{ProxyEngineRequest: per, SnapshotName: "s", FromEngineAddress: "a:1"})
+			return err
+		},
+		"SnapshotCloneStatus": func() error { _, err := p.SnapshotCloneStatus(ctx, per); return err },
+		"SnapshotRemove": func() error {
+			_, err := p.SnapshotRemove(ctx, &imrpc.EngineSnapshotRemoveRequest{ProxyEngineRequest: per, Names: []string{"s"}})
+			return err
+		},
+		"ReplicaAdd": func() error {
+			_, err := p.ReplicaAdd(ctx, &imrpc.EngineReplicaAddRequest{ProxyEngineRequest: per, ReplicaAddress: "tcp://a:1"})
+			return err
+		},
+		"ReplicaList":             func() error { _, err := p.ReplicaList(ctx, per); return err },
+		"ReplicaRebuildingStatus": func() error { _, err := p.ReplicaRebuildingStatus(ctx, per); return err },
+		"ReplicaVerifyRebuild": func() error {
+			_, err := p.ReplicaVerifyRebuild(ctx, &imrpc.EngineReplicaVerifyRebuildRequest{ProxyEngineRequest: per, ReplicaAddress: "tcp://a:1"})
+			return err
+		},
+		"ReplicaDelete": func() error {
+			_, err := p.ReplicaRemove(ctx, &imrpc.EngineReplicaRemoveRequest{ProxyEngineRequest: per, ReplicaAddress: "tcp://a:1"})
+			return err
+		},
+	}
+	for method, call := range calls {
+		wantCode(t, method, call(), codes.Unimplemented, "method "+method+" not implemented")
+	}
+}
