@@ -153,42 +153,46 @@ func normalizeVolumeSize(raw []byte) ([]byte, []PatchOp, error) {
 	return out, []PatchOp{{Op: "replace", Path: "/spec/size", Value: want}}, nil
 }
 
+// createDefaults are the defaults only a new volume gets: replica count,
+// data locality, engine image, stale-replica timeout, backup compression and
+// the finalizer.
+func createDefaults(v *longhorn.Volume, d VolumeDefaults) []PatchOp {
+	s := &v.Spec
+	var ops []PatchOp
+	for _, c := range []struct {
+		empty bool
+		path  string
+		value any
+	}{
+		{s.NumberOfReplicas == 0, "/spec/numberOfReplicas", d.ReplicaCount},
+		{s.DataLocality == "", "/spec/dataLocality", d.DataLocality},
+		{s.Image == "", "/spec/image", d.EngineImage},
+		{s.StaleReplicaTimeout == 0, "/spec/staleReplicaTimeout", 2880},
+		{s.BackupCompressionMethod == "" && d.BackupCompression != "", "/spec/backupCompressionMethod", d.BackupCompression},
+		{v.Finalizers == nil, "/metadata/finalizers", []string{FinalizerName}},
+		{v.Finalizers != nil && !hasFinalizer(v.Finalizers), "/metadata/finalizers/-", FinalizerName},
+	} {
+		if c.empty {
+			ops = append(ops, PatchOp{Op: "add", Path: c.path, Value: c.value})
+		}
+	}
+	return ops
+}
+
 // mutateVolume fills defaults (Longhorn's volume mutator): replica count,
 // data locality, access mode, engine image, empty enums as "ignored",
 // empty selectors as [], the finalizer and the volume label.
 func mutateVolume(v *longhorn.Volume, create bool, d VolumeDefaults) []PatchOp {
 	var ops []PatchOp
 	set := func(path string, value any) { ops = append(ops, PatchOp{Op: "add", Path: path, Value: value}) }
-	add := func(path string, value any) { ops = append(ops, PatchOp{Op: "add", Path: path, Value: value}) }
 	s := &v.Spec
 	if create {
-		if s.NumberOfReplicas == 0 {
-			add("/spec/numberOfReplicas", d.ReplicaCount)
-		}
-		if s.DataLocality == "" {
-			add("/spec/dataLocality", d.DataLocality)
-		}
-		if s.Image == "" {
-			add("/spec/image", d.EngineImage)
-		}
-		if s.StaleReplicaTimeout == 0 {
-			add("/spec/staleReplicaTimeout", 2880)
-		}
-		if s.BackupCompressionMethod == "" && d.BackupCompression != "" {
-			add("/spec/backupCompressionMethod", d.BackupCompression)
-		}
-		if !hasFinalizer(v.Finalizers) {
-			if v.Finalizers == nil {
-				add("/metadata/finalizers", []string{FinalizerName})
-			} else {
-				add("/metadata/finalizers/-", FinalizerName)
-			}
-		}
+		ops = append(ops, createDefaults(v, d)...)
 	}
 	if v.Labels == nil {
-		add("/metadata/labels", map[string]string{"longhornvolume": v.Name})
+		set("/metadata/labels", map[string]string{"longhornvolume": v.Name})
 	} else if v.Labels["longhornvolume"] != v.Name {
-		add("/metadata/labels/longhornvolume", v.Name)
+		set("/metadata/labels/longhornvolume", v.Name)
 	}
 	defaults := []struct {
 		empty bool
