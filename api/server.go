@@ -163,7 +163,7 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 		status, body, err := h(ctx, r, urls{base: baseURL(r), path: r.URL.Path})
 		if err != nil {
 			e := toAPIError(err)
-			if e.Status >= 500 {
+			if e.Status >= 500 && e.Status != http.StatusNotImplemented {
 				s.opts.Log.WithError(err).WithField("path", r.URL.Path).Warn("API request failed")
 			}
 			writeJSON(w, e.Status, e)
