@@ -324,4 +324,3 @@ func (r *lhReplica) readAll(size int64) []byte {
 	}
 	return buf
 }
-

@@ -50,7 +50,9 @@ func startLHReceiver(ln net.Listener, path string) *lhReceiver {
 
 func (r *lhReceiver) port() int { return r.ln.Addr().(*net.TCPAddr).Port }
 
-func fail(w http.ResponseWriter, err error) { http.Error(w, err.Error(), http.StatusInternalServerError) }
+func fail(w http.ResponseWriter, err error) {
+	http.Error(w, err.Error(), http.StatusInternalServerError)
+}
 
 func interval(q url.Values) (int64, int64, error) {
 	b, err1 := strconv.ParseInt(q.Get("begin"), 10, 64)
