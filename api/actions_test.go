@@ -116,7 +116,7 @@ func TestExpandReplicaCountSalvage(t *testing.T) {
 
 // fakeSnapshots is an in-memory SnapshotOps for the handler tests.
 type fakeSnapshots struct {
-	snaps    map[string]*engineapi.Snapshot
+	snaps     map[string]*engineapi.Snapshot
 	reverted  string
 	purged    bool
 	createErr error
