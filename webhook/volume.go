@@ -48,6 +48,7 @@ type VolumeStore interface {
 	VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error)
 	// DataEngineEnabled reports v1-data-engine / v2-data-engine.
 	DataEngineEnabled(engine longhorn.DataEngineType) (bool, error)
+	ExpansionStore
 }
 
 // VolumeKind is the admission registration for volumes.
@@ -75,7 +76,7 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 			}
 			return mutateVolume(req.Object, req.Operation == admissionv1.Create, d), nil
 		},
-		Validate: func(_ context.Context, req Request[*longhorn.Volume]) error {
+		Validate: func(ctx context.Context, req Request[*longhorn.Volume]) error {
 			if req.Operation == admissionv1.Create {
 				on, err := store.DataEngineEnabled(req.Object.Spec.DataEngine)
 				if err != nil {
@@ -86,7 +87,17 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 				}
 				return validateVolume(req.Object)
 			}
-			return validateVolumeUpdate(req.Old, req.Object)
+			if err := validateVolumeUpdate(req.Old, req.Object); err != nil {
+				return err
+			}
+			if req.Object.Spec.Size <= req.Old.Spec.Size || req.Object.DeletionTimestamp != nil {
+				return nil
+			}
+			in, err := store.Expansion(ctx, req.Object)
+			if err != nil {
+				return err
+			}
+			return checkExpansion(in, req.Old.Spec.Size, req.Object.Spec.Size)
 		},
 	}
 }

@@ -235,6 +235,9 @@ func (stubVolumeStore) VolumeDefaults(longhorn.DataEngineType) (VolumeDefaults, 
 	return VolumeDefaults{ReplicaCount: 3, DataLocality: longhorn.DataLocalityDisabled, EngineImage: "longhorn:dev"}, nil
 }
 func (stubVolumeStore) DataEngineEnabled(longhorn.DataEngineType) (bool, error) { return true, nil }
+func (stubVolumeStore) Expansion(context.Context, *longhorn.Volume) (ExpansionInput, error) {
+	return ExpansionInput{}, nil
+}
 
 // One name limit with one message, whatever the length: the mutator refuses
 // a name over 40 characters itself (the 63-byte label limit of the API
