@@ -157,9 +157,9 @@ func (c *EngineController) reconcileDelete(ctx context.Context, e *longhorn.Engi
 	return Done, ignoreNotFound(err)
 }
 
-// engineFrontend maps the volume frontend to the engine's: blockdev is
-// served as nbd (the node-local device is made from it), "" or a disabled
-// frontend is maintenance mode.
+// engineFrontend maps the volume frontend to the engine's: blockdev makes
+// /dev/longhorn/<volume> on the engine's node (engine/frontend/blockdev),
+// "" or a disabled frontend is maintenance mode.
 func engineFrontend(e *longhorn.Engine) string {
 	if e.Spec.DisableFrontend {
 		return ""
@@ -167,8 +167,10 @@ func engineFrontend(e *longhorn.Engine) string {
 	switch e.Spec.Frontend {
 	case longhorn.VolumeFrontendISCSI:
 		return "iscsi"
-	case longhorn.VolumeFrontendNBD, longhorn.VolumeFrontendBlockDev:
+	case longhorn.VolumeFrontendNBD:
 		return "nbd"
+	case longhorn.VolumeFrontendBlockDev:
+		return "blockdev"
 	}
 	return ""
 }
