@@ -227,14 +227,32 @@ func TestNodes(t *testing.T) {
 	}
 	var apiErr Error
 	bad := []string{"a b"}
-	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &bad}, &apiErr); st != 422 {
-		t.Errorf("bad tag = %d", st)
+	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &bad}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "qualified name") {
+		t.Errorf("bad tag = %d %+v", st, apiErr)
+	}
+	// Tags are Kubernetes qualified names, prefix/name included (Longhorn's util.ValidateTags).
+	qualified := []string{"example.com/fast", "zone_a.1"}
+	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &qualified}, &n); st != 200 || strings.Join(n.Tags, ",") != "example.com/fast,zone_a.1" {
+		t.Errorf("qualified-name tags = %d %+v", st, n.Tags)
 	}
 	eventually(t, "node update cached", func() bool {
 		nd, err := e.ds.GetNodeRO(t.Context(), "n1")
 		return err == nil && !nd.Spec.AllowScheduling
 	})
+	// Removing a disk that still allows scheduling is refused with Longhorn's text.
 	disks := DiskUpdateInput{Disks: map[string]longhorn.DiskSpec{"d2": {Path: "/mnt/d2", AllowScheduling: true, StorageReserved: 1 << 20}}}
+	if st := e.do("POST", "/v1/nodes/n1?action=diskUpdate", disks, &apiErr); st != 422 ||
+		!strings.Contains(apiErr.Message, "Please disable the disk /var/lib/longhorn and remove all replicas") {
+		t.Fatalf("removing an enabled disk = %d %+v", st, apiErr)
+	}
+	off := DiskUpdateInput{Disks: map[string]longhorn.DiskSpec{"default-disk": {Path: "/var/lib/longhorn", AllowScheduling: false}}}
+	if st := e.do("POST", "/v1/nodes/n1?action=diskUpdate", off, &n); st != 200 || n.Disks["default-disk"].AllowScheduling {
+		t.Fatalf("disabling the disk = %d %+v", st, n.Disks)
+	}
+	eventually(t, "disk disabled in cache", func() bool {
+		nd, err := e.ds.GetNodeRO(t.Context(), "n1")
+		return err == nil && !nd.Spec.Disks["default-disk"].AllowScheduling
+	})
 	n = Node{}
 	if st := e.do("POST", "/v1/nodes/n1?action=diskUpdate", disks, &n); st != 200 || len(n.Disks) != 1 ||
 		n.Disks["d2"].DiskType != longhorn.DiskTypeFilesystem || n.Disks["d2"].StorageReserved != 1<<20 {
@@ -268,20 +286,20 @@ func TestReplicaRemoveAndFieldUpdates(t *testing.T) {
 		t.Error("replica still exists")
 	}
 	var v Volume
-	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "strict-local"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "exactly 1 replica") {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", map[string]string{"dataLocality": "strict-local"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "exactly 1 replica") {
 		t.Errorf("strict-local with 3 replicas = %d %+v", st, apiErr)
 	}
-	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "nearby"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "best-effort") {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", map[string]string{"dataLocality": "nearby"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "best-effort") {
 		t.Errorf("bad locality = %d %+v", st, apiErr)
 	}
-	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "best-effort"}, &v); st != 200 || v.DataLocality != "best-effort" {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", map[string]string{"dataLocality": "best-effort"}, &v); st != 200 || v.DataLocality != "best-effort" {
 		t.Errorf("updateDataLocality = %d %s", st, v.DataLocality)
 	}
 	eventually(t, "locality cached", func() bool {
 		vol, err := e.ds.GetVolumeRO(t.Context(), "vol")
 		return err == nil && vol.Spec.DataLocality == "best-effort"
 	})
-	if st := e.do("POST", "/v1/volumes/vol?action=updateReplicaAutoBalance", UpdateReplicaAutoBalanceInput{ReplicaAutoBalance: "least-effort"}, &v); st != 200 || v.ReplicaAutoBalance != "least-effort" {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateReplicaAutoBalance", map[string]string{"replicaAutoBalance": "least-effort"}, &v); st != 200 || v.ReplicaAutoBalance != "least-effort" {
 		t.Errorf("updateReplicaAutoBalance = %d %s", st, v.ReplicaAutoBalance)
 	}
 }

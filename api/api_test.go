@@ -63,21 +63,26 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("GET /v1/settings = %d, %d settings", st, len(list.Data))
 	}
 	var s Setting
+	var apiErr Error
 	if st := e.do("GET", "/v1/settings/default-replica-count", nil, &s); st != 200 || s.Value != `{"v1":"3","v2":"3"}` ||
 		s.Definition.Type != types.SettingTypeInt || s.Links["self"] != e.srv.URL+"/v1/settings/default-replica-count" {
 		t.Fatalf("GET default-replica-count = %d %+v", st, s)
 	}
-	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "2"}, &s); st != 200 || s.Value != "2" {
+	// A plain value of a per-data-engine setting is stored per engine, as Longhorn does.
+	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "2"}, &s); st != 200 || s.Value != `{"v1":"2","v2":"2"}` {
 		t.Fatalf("PUT default-replica-count=2 = %d %+v", st, s)
 	}
 	eventually(t, "setting in cache", func() bool {
 		v, err := e.ds.GetSettingValue(t.Context(), types.SettingNameDefaultReplicaCount)
-		return err == nil && v == "2"
+		return err == nil && v == `{"v1":"2","v2":"2"}`
 	})
-	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "3"}, &s); st != 200 || s.Value != "3" {
-		t.Fatalf("PUT again = %d %+v", st, s)
+	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: `{"v2":"10","v1":"5"}`}, &s); st != 200 || s.Value != `{"v1":"5","v2":"10"}` {
+		t.Fatalf("PUT per engine = %d %+v", st, s)
 	}
-	var apiErr Error
+	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: `{}`}, &apiErr); st != 422 ||
+		!strings.Contains(apiErr.Message, "failed to set the setting default-replica-count with invalid value {}") {
+		t.Errorf("PUT {} = %d %+v, want Longhorn's invalid value message", st, apiErr)
+	}
 	st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "21"}, &apiErr)
 	if st != http.StatusUnprocessableEntity || !strings.Contains(apiErr.Message, "at most 20") || !strings.Contains(apiErr.Message, "default-replica-count") {
 		t.Errorf("PUT 21 = %d %+v, want 422 naming the limit", st, apiErr)

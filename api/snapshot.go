@@ -14,6 +14,19 @@ import (
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
+// The engine snapshot actions of an attached volume (Longhorn's
+// snapshot* actions, forwarded to the volume's engine).
+func init() {
+	snapIn := ActionDef{Input: "snapshotInput", Output: "snapshot"}
+	volumeActionTable[ActionSnapshotCreate] = volumeAction{(*Server).snapshotCreate, snapIn, SnapshotInput{}}
+	volumeActionTable[ActionSnapshotGet] = volumeAction{(*Server).snapshotGet, snapIn, SnapshotInput{}}
+	volumeActionTable[ActionSnapshotList] = volumeAction{(*Server).snapshotList, ActionDef{Output: "snapshotListOutput"}, nil}
+	volumeActionTable[ActionSnapshotDelete] = volumeAction{(*Server).snapshotDelete, in("snapshotInput"), SnapshotInput{}}
+	volumeActionTable[ActionSnapshotRevert] = volumeAction{(*Server).snapshotRevert, in("snapshotInput"), SnapshotInput{}}
+	volumeActionTable[ActionSnapshotPurge] = volumeAction{(*Server).snapshotPurge, ActionDef{Output: "volume"}, nil}
+	volumeActionTable["snapshotBackup"] = volumeAction{nil, in("snapshotInput"), nil}
+}
+
 // SnapshotOps runs the snapshot operations of an attached volume. The
 // manager uses EngineSnapshots (the volume's engine through its instance
 // manager's proxy); tests may use their own.
@@ -111,7 +124,8 @@ func (e EngineSnapshots) Purge(ctx context.Context, v *longhorn.Volume) error {
 	return c.SnapshotPurge(ctx, true)
 }
 
-// Snapshot is a snapshot resource (Longhorn's Snapshot model).
+// Snapshot is a snapshot resource (Longhorn's Snapshot model: the
+// engine's snapshot info and the checksum of its Snapshot object).
 type Snapshot struct {
 	Resource
 	Name        string            `json:"name"`
@@ -122,6 +136,7 @@ type Snapshot struct {
 	Created     string            `json:"created"`
 	Size        string            `json:"size"`
 	Labels      map[string]string `json:"labels"`
+	Checksum    string            `json:"checksum"`
 }
 
 func snapshotResource(s *engineapi.Snapshot) Snapshot {

@@ -78,6 +78,11 @@ type runner interface {
 
 // New wires the controllers. Nothing runs until Run.
 func New(opts Options, kube kubernetes.Interface, ds *datastore.DataStore, api *engineapi.Handler) (*Manager, error) {
+	return newManager(opts, kube, ds, handlerAPI{api})
+}
+
+// newManager is New over any instanceAPI (the fixture tests' fake).
+func newManager(opts Options, kube kubernetes.Interface, ds *datastore.DataStore, api instanceAPI) (*Manager, error) {
 	if opts.NodeName == "" || opts.Namespace == "" {
 		return nil, errors.New("controller options: NodeName and Namespace are required")
 	}
@@ -92,7 +97,7 @@ func New(opts Options, kube kubernetes.Interface, ds *datastore.DataStore, api *
 	b := record.NewBroadcaster()
 	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: kube.CoreV1().Events(opts.Namespace)})
 	e := &env{
-		opts: opts, ds: ds, kube: kube, api: handlerAPI{api},
+		opts: opts, ds: ds, kube: kube, api: api,
 		recorder:       b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "longhorn-manager", Host: opts.NodeName}),
 		kubeNodes:      kf.Core().V1().Nodes().Lister(),
 		pods:           nf.Core().V1().Pods().Lister(),
@@ -121,7 +126,7 @@ func newControllers(e *env) ([]runner, error) {
 	builders := []func(*env) (runner, error){
 		newSettingController, newNodeController, newInstanceManagerController,
 		newVolumeController, newVolumeAttachmentController, newEngineController, newReplicaController,
-		newKubernetesConfigMapController,
+		newKubernetesConfigMapController, newEngineImageController,
 	}
 	for _, b := range builders {
 		c, err := b(e)

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +69,9 @@ func (c *SettingController) syncSetting(ctx context.Context, key string) (Result
 		return Done, err
 	}
 	applied := types.ValidateSetting(sRO.Name, sRO.Value) == nil
+	if applied && sRO.Name == string(types.SettingNameLogLevel) {
+		c.applyLogLevel(sRO.Value)
+	}
 	if sRO.Status.Applied == applied {
 		return Done, nil
 	}
@@ -78,6 +82,16 @@ func (c *SettingController) syncSetting(ctx context.Context, key string) (Result
 		return Done, nil
 	}
 	return Done, err
+}
+
+// applyLogLevel sets the manager's log level from the log-level setting.
+func (c *SettingController) applyLogLevel(v string) {
+	lvl, err := parseLogLevel(v)
+	if err != nil || logrus.GetLevel() == lvl {
+		return
+	}
+	logrus.SetLevel(lvl)
+	logrus.WithField("level", lvl.String()).Info("Log level set from setting log-level")
 }
 
 // ParseDefaultSettings reads the ConfigMap's default-setting.yaml: a YAML

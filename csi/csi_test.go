@@ -145,7 +145,9 @@ type fakeMounter struct {
 	checked   []string
 }
 
-func (f *fakeMounter) DiskFormat(context.Context, string) (string, error) { return f.format, f.formatErr }
+func (f *fakeMounter) DiskFormat(context.Context, string) (string, error) {
+	return f.format, f.formatErr
+}
 func (f *fakeMounter) Format(_ context.Context, fs, dev string, _ []string) error {
 	f.formatted = append(f.formatted, fs+":"+dev)
 	return nil

@@ -86,7 +86,7 @@ func validateRecurringJob(j *longhorn.RecurringJob, maxRetain int) error {
 		return Invalid("spec.concurrency", "%d must be at least 1", s.Concurrency)
 	}
 	for i, g := range s.Groups {
-		if !tagRegexp.MatchString(g) {
+		if !groupRegexp.MatchString(g) {
 			return Invalid(fmt.Sprintf("spec.groups[%d]", i), "group %q may only hold letters, digits, '_', '.' and '-'", g)
 		}
 	}
