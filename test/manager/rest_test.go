@@ -57,7 +57,9 @@ func testRESTClient(t *testing.T, c *cluster) {
 			return nil, err
 		}
 		return eis[0], nil
-	}, func(ei gdapi.Object) bool { return ei["default"] == true && ei.Str("state") == "deployed" && len(ei.Map("nodeDeploymentMap")) == 3 })
+	}, func(ei gdapi.Object) bool {
+		return ei["default"] == true && ei.Str("state") == "deployed" && len(ei.Map("nodeDeploymentMap")) == 3
+	})
 	if ims, err := cli.List("instanceManager", nil); err != nil || len(ims) != 3 {
 		t.Errorf("instance managers %d %v", len(ims), err)
 	}
