@@ -4,13 +4,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"os"
 	"path/filepath"
 	"strconv"
 	"testing"
 	"time"
 
-	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 )
 
@@ -28,7 +28,7 @@ func startBlockdevEngine(t *testing.T, vol string, size int64, devDir, stateDir 
 	e.proc = startProc(t, "engine-"+vol, args...)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		v, err := e.api().VolumeGet(context.Background(), &enginerpc.Empty{})
+		v, err := e.api().VolumeGet(context.Background(), &emptypb.Empty{})
 		if err == nil && v.GetFrontendState() == "up" {
 			return e, v.GetEndpoint()
 		}

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/instance-manager/imrpc"
@@ -27,7 +28,8 @@ var errBackupsUnimplemented = status.Error(codes.Unimplemented, "backups are not
 
 // proxyServer is imrpc.ProxyEngineService: a thin forwarder to the engine
 // named in each request. Rebuild, snapshot list/remove/purge and clone are
-// orchestrated by the engine itself (engine/rpc/controller.proto).
+// orchestrated by the engine itself (its ControllerExtService,
+// engine/rpc/extensions.proto).
 type proxyServer struct {
 	imrpc.UnimplementedProxyEngineServiceServer
 	conns *engineConns
@@ -35,7 +37,7 @@ type proxyServer struct {
 
 // engine validates req and returns the context (with the forwarding metadata)
 // and client for the engine it names.
-func (s *proxyServer) engine(ctx context.Context, req *imrpc.ProxyEngineRequest) (context.Context, enginerpc.ControllerServiceClient, error) {
+func (s *proxyServer) engine(ctx context.Context, req *imrpc.ProxyEngineRequest) (context.Context, engineClient, error) {
 	if req == nil {
 		return nil, nil, invalidArg("proxy_engine_request is required")
 	}
@@ -83,9 +85,9 @@ func fromEngine(addr string, err error) error {
 	return status.Errorf(st.Code(), "engine %s: %s", addr, st.Message())
 }
 
-// engineCall is a ControllerServiceClient method taken as a method
-// expression (enginerpc.ControllerServiceClient.VolumeGet, ...).
-type engineCall[In, Out any] func(enginerpc.ControllerServiceClient, context.Context, In, ...grpc.CallOption) (Out, error)
+// engineCall is an engineClient method taken as a method expression
+// (engineClient.VolumeGet, ...).
+type engineCall[In, Out any] func(engineClient, context.Context, In, ...grpc.CallOption) (Out, error)
 
 // forward is the body of every proxy method: it resolves the engine named
 // in pr (validation, connection, forwarding metadata), calls it with in and
@@ -109,21 +111,21 @@ func forward[In, EngineOut, Out any](ctx context.Context, s *proxyServer, pr *im
 func empty[T any](T) *imrpc.Empty { return &imrpc.Empty{} }
 
 // none is the engine request of calls that take no arguments.
-var none = &enginerpc.Empty{}
+var none = &emptypb.Empty{}
 
 func (s *proxyServer) Ping(context.Context, *imrpc.Empty) (*imrpc.Empty, error) {
 	return &imrpc.Empty{}, nil
 }
 
 func (s *proxyServer) ServerVersionGet(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.EngineVersionProxyResponse, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.VersionDetailGet, none,
+	return forward(ctx, s, req, engineClient.VersionDetailGet, none,
 		func(v *enginerpc.VersionDetailGetReply) *imrpc.EngineVersionProxyResponse {
 			return &imrpc.EngineVersionProxyResponse{Version: versionFromEngine(v)}
 		})
 }
 
 func (s *proxyServer) VolumeGet(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.EngineVolumeGetProxyResponse, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.VolumeGet, none,
+	return forward(ctx, s, req, engineClient.VolumeGet, none,
 		func(v *enginerpc.Volume) *imrpc.EngineVolumeGetProxyResponse {
 			return &imrpc.EngineVolumeGetProxyResponse{Volume: volumeFromEngine(v)}
 		})
@@ -133,29 +135,29 @@ func (s *proxyServer) VolumeExpand(ctx context.Context, req *imrpc.EngineVolumeE
 	if req.GetSize() <= 0 {
 		return nil, invalidArg("size %d: must be > 0 bytes", req.GetSize())
 	}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.VolumeExpand,
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.VolumeExpand,
 		&enginerpc.VolumeExpandRequest{Size: req.GetSize()}, empty)
 }
 
 func (s *proxyServer) VolumeFrontendStart(ctx context.Context, req *imrpc.EngineVolumeFrontendStartRequest) (*imrpc.Empty, error) {
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.VolumeFrontendStart,
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.VolumeFrontendStart,
 		&enginerpc.VolumeFrontendStartRequest{Frontend: req.GetFrontend()}, empty)
 }
 
 func (s *proxyServer) VolumeFrontendShutdown(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.Empty, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.VolumeFrontendShutdown, none, empty)
+	return forward(ctx, s, req, engineClient.VolumeFrontendShutdown, none, empty)
 }
 
 func (s *proxyServer) VolumeSnapshot(ctx context.Context, req *imrpc.EngineVolumeSnapshotRequest) (*imrpc.EngineVolumeSnapshotProxyResponse, error) {
 	in := &enginerpc.VolumeSnapshotRequest{Name: req.GetName(), Labels: req.GetLabels(), FreezeFilesystem: req.GetFreezeFilesystem()}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.VolumeSnapshot, in,
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.VolumeSnapshot, in,
 		func(r *enginerpc.VolumeSnapshotReply) *imrpc.EngineVolumeSnapshotProxyResponse {
 			return &imrpc.EngineVolumeSnapshotProxyResponse{Name: r.GetName()}
 		})
 }
 
 func (s *proxyServer) SnapshotList(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.EngineSnapshotListProxyResponse, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.SnapshotList, none,
+	return forward(ctx, s, req, engineClient.SnapshotList, none,
 		func(r *enginerpc.SnapshotListReply) *imrpc.EngineSnapshotListProxyResponse {
 			return &imrpc.EngineSnapshotListProxyResponse{Disks: snapshotsFromEngine(r)}
 		})
@@ -165,17 +167,17 @@ func (s *proxyServer) SnapshotRevert(ctx context.Context, req *imrpc.EngineSnaps
 	if req.GetName() == "" {
 		return nil, invalidArg("name is required")
 	}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.VolumeRevert,
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.VolumeRevert,
 		&enginerpc.VolumeRevertRequest{Name: req.GetName()}, empty)
 }
 
 func (s *proxyServer) SnapshotPurge(ctx context.Context, req *imrpc.EngineSnapshotPurgeRequest) (*imrpc.Empty, error) {
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.SnapshotPurge,
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.SnapshotPurge,
 		&enginerpc.SnapshotPurgeRequest{SkipIfInProgress: req.GetSkipIfInProgress()}, empty)
 }
 
 func (s *proxyServer) SnapshotPurgeStatus(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.EngineSnapshotPurgeStatusProxyResponse, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.SnapshotPurgeStatus, none,
+	return forward(ctx, s, req, engineClient.SnapshotPurgeStatus, none,
 		func(r *enginerpc.SnapshotPurgeStatusReply) *imrpc.EngineSnapshotPurgeStatusProxyResponse {
 			return &imrpc.EngineSnapshotPurgeStatusProxyResponse{Status: purgeStatusFromEngine(r)}
 		})
@@ -185,16 +187,16 @@ func (s *proxyServer) SnapshotClone(ctx context.Context, req *imrpc.EngineSnapsh
 	if req.GetSnapshotName() == "" || req.GetFromEngineAddress() == "" {
 		return nil, invalidArg("snapshot_name and from_engine_address are required")
 	}
-	in := &enginerpc.SnapshotCloneRequest{
+	in := &enginerpc.EngineSnapshotCloneRequest{
 		FromEngineAddress: req.GetFromEngineAddress(), FromVolumeName: req.GetFromVolumeName(),
 		SnapshotName: req.GetSnapshotName(), ExportBackingImageIfExist: req.GetExportBackingImageIfExist(),
 		FileSyncHttpClientTimeout: req.GetFileSyncHttpClientTimeout(),
 	}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.SnapshotClone, in, empty)
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.SnapshotClone, in, empty)
 }
 
 func (s *proxyServer) SnapshotCloneStatus(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.EngineSnapshotCloneStatusProxyResponse, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.SnapshotCloneStatus, none,
+	return forward(ctx, s, req, engineClient.SnapshotCloneStatus, none,
 		func(r *enginerpc.SnapshotCloneStatusReply) *imrpc.EngineSnapshotCloneStatusProxyResponse {
 			return &imrpc.EngineSnapshotCloneStatusProxyResponse{Status: cloneStatusFromEngine(r)}
 		})
@@ -204,7 +206,7 @@ func (s *proxyServer) SnapshotRemove(ctx context.Context, req *imrpc.EngineSnaps
 	if len(req.GetNames()) == 0 {
 		return nil, invalidArg("names is required")
 	}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.SnapshotRemove,
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.SnapshotRemove,
 		&enginerpc.SnapshotRemoveRequest{Names: req.GetNames()}, empty)
 }
 
@@ -217,18 +219,18 @@ func (s *proxyServer) ReplicaAdd(ctx context.Context, req *imrpc.EngineReplicaAd
 		FastSync: req.GetFastSync(), FileSyncHttpClientTimeout: req.GetFileSyncHttpClientTimeout(),
 		ConcurrentSyncLimit: req.GetConcurrentSyncLimit(), Size: req.GetSize(), CurrentSize: req.GetCurrentSize(),
 	}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.ReplicaAdd, in, empty)
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.ReplicaAdd, in, empty)
 }
 
 func (s *proxyServer) ReplicaList(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.EngineReplicaListProxyResponse, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.ReplicaList, none,
+	return forward(ctx, s, req, engineClient.ReplicaList, none,
 		func(r *enginerpc.ReplicaListReply) *imrpc.EngineReplicaListProxyResponse {
 			return &imrpc.EngineReplicaListProxyResponse{ReplicaList: replicasFromEngine(r)}
 		})
 }
 
 func (s *proxyServer) ReplicaRebuildingStatus(ctx context.Context, req *imrpc.ProxyEngineRequest) (*imrpc.EngineReplicaRebuildStatusProxyResponse, error) {
-	return forward(ctx, s, req, enginerpc.ControllerServiceClient.ReplicaRebuildingStatus, none,
+	return forward(ctx, s, req, engineClient.ReplicaRebuildingStatus, none,
 		func(r *enginerpc.ReplicaRebuildingStatusReply) *imrpc.EngineReplicaRebuildStatusProxyResponse {
 			return &imrpc.EngineReplicaRebuildStatusProxyResponse{Status: rebuildStatusFromEngine(r)}
 		})
@@ -239,7 +241,7 @@ func (s *proxyServer) ReplicaVerifyRebuild(ctx context.Context, req *imrpc.Engin
 		return nil, invalidArg("replica_address is required")
 	}
 	ra := &enginerpc.ReplicaAddress{Address: req.GetReplicaAddress(), InstanceName: req.GetReplicaName()}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.ReplicaVerifyRebuild, ra, empty)
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.ReplicaVerifyRebuild, ra, empty)
 }
 
 func (s *proxyServer) ReplicaRemove(ctx context.Context, req *imrpc.EngineReplicaRemoveRequest) (*imrpc.Empty, error) {
@@ -247,7 +249,7 @@ func (s *proxyServer) ReplicaRemove(ctx context.Context, req *imrpc.EngineReplic
 		return nil, invalidArg("replica_address is required")
 	}
 	ra := &enginerpc.ReplicaAddress{Address: req.GetReplicaAddress(), InstanceName: req.GetReplicaName()}
-	return forward(ctx, s, req.GetProxyEngineRequest(), enginerpc.ControllerServiceClient.ReplicaDelete, ra, empty)
+	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.ReplicaDelete, ra, empty)
 }
 
 // Backups: Unimplemented until the backupstore exists.
