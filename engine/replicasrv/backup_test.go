@@ -9,6 +9,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/engine/backupstore"
 	"github.com/longhorn-go/longhorn/engine/replica"
+	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/engine/syncagent/backup"
 )
 
@@ -21,6 +22,9 @@ func newTestServer(t *testing.T, size int64) *Server {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { s.Close() })
+	if _, err := s.ReplicaOpen(context.Background(), &enginerpc.ReplicaOpenRequest{}); err != nil {
+		t.Fatal(err)
+	}
 	return s
 }
 

@@ -46,6 +46,16 @@ func (m *Manager) RestoreStatus() RestoreStatus {
 	return m.restore.RestoreStatus
 }
 
+// ResetRestore forgets a finished restore (the sync agent's Reset); the
+// next restore is a full one. A running restore is left alone.
+func (m *Manager) ResetRestore() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if !m.restore.IsRestoring {
+		m.restore = restoreState{}
+	}
+}
+
 // CancelRestore stops a running restore (the previous data stays).
 func (m *Manager) CancelRestore() {
 	m.mu.Lock()
