@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/sirupsen/logrus"
@@ -20,8 +21,8 @@ func init() {
 		name: "blockdev",
 		flags: []cli.Flag{
 			&cli.StringFlag{Name: "blockdev-mode", Usage: "how frontend blockdev makes the device: nbd, iscsi, fuse or empty (first the node can do)"},
-			&cli.StringFlag{Name: "blockdev-dev-dir", Value: blockdev.DefaultDevDir, Usage: "directory of the device node (frontend blockdev)"},
-			&cli.StringFlag{Name: "blockdev-state-dir", Value: blockdev.DefaultStateDir, Usage: "FUSE mounts and owner records (frontend blockdev)"},
+			&cli.StringFlag{Name: "blockdev-dev-dir", Value: blockdev.DefaultDevDir, EnvVars: []string{"LONGHORN_BLOCKDEV_DEV_DIR"}, Usage: "directory of the device node (frontend blockdev)"},
+			&cli.StringFlag{Name: "blockdev-state-dir", Value: blockdev.DefaultStateDir, EnvVars: []string{"LONGHORN_BLOCKDEV_STATE_DIR"}, Usage: "FUSE mounts and owner records (frontend blockdev)"},
 		},
 		build: func(c *cli.Context) (frontend.Frontend, error) {
 			f, err := blockdev.New(blockdevConfig(c.String("blockdev-mode"), c.String("blockdev-dev-dir"),
@@ -49,7 +50,8 @@ func cleanupBlockdevOnExit(log logrus.FieldLogger) func(process.Info) {
 		if i.Meta.Type != "engine" || flagValue(args, "--frontend") != "blockdev" {
 			return
 		}
-		cfg := blockdevConfig("", flagValue(args, "--blockdev-dev-dir"), flagValue(args, "--blockdev-state-dir"), "")
+		cfg := blockdevConfig("", flagOrEnv(args, "--blockdev-dev-dir", "LONGHORN_BLOCKDEV_DEV_DIR"),
+			flagOrEnv(args, "--blockdev-state-dir", "LONGHORN_BLOCKDEV_STATE_DIR"), "")
 		if err := blockdev.CleanupIfOrphaned(cfg, i.Meta.VolumeName); err != nil {
 			log.WithError(err).WithField("volume", i.Meta.VolumeName).Warn("blockdev cleanup after engine exit was incomplete")
 		}
@@ -67,4 +69,13 @@ func flagValue(args []string, flag string) string {
 		}
 	}
 	return ""
+}
+
+// flagOrEnv is the flag's value in args, else the environment variable the
+// engine would have read (it inherits the instance manager's environment).
+func flagOrEnv(args []string, flag, env string) string {
+	if v := flagValue(args, flag); v != "" {
+		return v
+	}
+	return os.Getenv(env)
 }

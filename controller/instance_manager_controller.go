@@ -221,7 +221,11 @@ func (c *InstanceManagerController) podParams(ctx context.Context) (imPodParams,
 	if err != nil {
 		return imPodParams{}, err
 	}
-	return imPodParams{Namespace: c.opts.Namespace, ServiceAccount: c.opts.ServiceAccount, StorageNetwork: nad, DataPath: path}, nil
+	sys, err := systemManagedFrom(func(n types.SettingName) (string, error) { return c.ds.GetSettingValue(ctx, n) })
+	if err != nil {
+		return imPodParams{}, err
+	}
+	return imPodParams{Namespace: c.opts.Namespace, ServiceAccount: c.opts.ServiceAccount, StorageNetwork: nad, DataPath: path, System: sys}, nil
 }
 
 // syncInstances lists the instance manager's instances into status.

@@ -126,7 +126,7 @@ func newControllers(e *env) ([]runner, error) {
 	builders := []func(*env) (runner, error){
 		newSettingController, newNodeController, newInstanceManagerController,
 		newVolumeController, newVolumeAttachmentController, newEngineController, newReplicaController,
-		newKubernetesConfigMapController,
+		newKubernetesConfigMapController, newEngineImageController,
 	}
 	for _, b := range builders {
 		c, err := b(e)

@@ -3,6 +3,7 @@ package datastore
 import (
 	"context"
 
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -26,4 +27,9 @@ func (ds *DataStore) CreateBackupTarget(ctx context.Context, obj *longhorn.Backu
 // UpdateBackupTarget writes obj's metadata and spec; a stale resourceVersion gives a Conflict.
 func (ds *DataStore) UpdateBackupTarget(ctx context.Context, obj *longhorn.BackupTarget) (*longhorn.BackupTarget, error) {
 	return ds.backupTargets.update(ctx, obj)
+}
+
+// ListBackupTargetsRO returns the cached BackupTargets matching selector (nil = all); read-only.
+func (ds *DataStore) ListBackupTargetsRO(_ context.Context, selector labels.Selector) ([]*longhorn.BackupTarget, error) {
+	return ds.backupTargets.listRO(selector)
 }

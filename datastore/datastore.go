@@ -44,6 +44,8 @@ type DataStore struct {
 	engineImages      *store[engineImageT, *engineImageT]
 	backupTargets     *store[backupTargetT, *backupTargetT]
 	volumeAttachments *store[volumeAttachmentT, *volumeAttachmentT]
+	recurringJobs     *store[recurringJobT, *recurringJobT]
+	snapshots         *store[snapshotT, *snapshotT]
 }
 
 // New builds a DataStore for the objects in namespace (usually
@@ -102,6 +104,6 @@ func (ds *DataStore) informers() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{
 		ds.volumes.informer, ds.engines.informer, ds.replicas.informer, ds.nodes.informer,
 		ds.instanceManagers.informer, ds.settings.informer, ds.engineImages.informer,
-		ds.volumeAttachments.informer, ds.backupTargets.informer,
+		ds.volumeAttachments.informer, ds.backupTargets.informer, ds.recurringJobs.informer, ds.snapshots.informer,
 	}
 }

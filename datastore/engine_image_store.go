@@ -21,3 +21,18 @@ func (ds *DataStore) GetEngineImageRO(_ context.Context, name string) (*longhorn
 func (ds *DataStore) ListEngineImagesRO(_ context.Context, selector labels.Selector) ([]*longhorn.EngineImage, error) {
 	return ds.engineImages.listRO(selector)
 }
+
+// DeleteEngineImage deletes the EngineImage name.
+func (ds *DataStore) DeleteEngineImage(ctx context.Context, name string) error {
+	return ds.engineImages.delete(ctx, name)
+}
+
+// CreateEngineImage creates an EngineImage (in the store's namespace when obj has none).
+func (ds *DataStore) CreateEngineImage(ctx context.Context, obj *longhorn.EngineImage) (*longhorn.EngineImage, error) {
+	return ds.engineImages.create(ctx, obj)
+}
+
+// UpdateEngineImageStatus writes obj's status through the status subresource.
+func (ds *DataStore) UpdateEngineImageStatus(ctx context.Context, obj *longhorn.EngineImage) (*longhorn.EngineImage, error) {
+	return ds.engineImages.updateStatus(ctx, obj)
+}

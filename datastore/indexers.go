@@ -11,7 +11,7 @@ import (
 
 // Index names.
 const (
-	// IndexByVolume indexes engines and replicas by volume name.
+	// IndexByVolume indexes engines, replicas and snapshots by volume name.
 	IndexByVolume = "longhorn.io/by-volume"
 	// IndexByNode indexes engines, replicas and instance managers by node.
 	IndexByNode = "longhorn.io/by-node"
@@ -30,6 +30,7 @@ func (ds *DataStore) addIndexers() error {
 		{ds.replicas.informer, IndexByVolume, indexOf(func(r *longhorn.Replica) []string { return nonEmpty(r.Spec.VolumeName) })},
 		{ds.replicas.informer, IndexByNode, indexOf(func(r *longhorn.Replica) []string { return nonEmpty(r.Spec.NodeID) })},
 		{ds.instanceManagers.informer, IndexByNode, indexOf(func(im *longhorn.InstanceManager) []string { return nonEmpty(im.Spec.NodeID) })},
+		{ds.snapshots.informer, IndexByVolume, indexOf(func(s *longhorn.Snapshot) []string { return nonEmpty(s.Spec.Volume) })},
 	}
 	for _, a := range add {
 		if err := a.inf.AddIndexers(cache.Indexers{a.index: a.fn}); err != nil {
@@ -80,4 +81,9 @@ func (ds *DataStore) ListReplicasByNodeRO(_ context.Context, node string) ([]*lo
 // ListInstanceManagersByNodeRO returns the cached instance managers of node; read-only.
 func (ds *DataStore) ListInstanceManagersByNodeRO(_ context.Context, node string) ([]*longhorn.InstanceManager, error) {
 	return ds.instanceManagers.byIndexRO(IndexByNode, node)
+}
+
+// ListSnapshotsByVolumeRO returns the cached Snapshot objects of volume; read-only.
+func (ds *DataStore) ListSnapshotsByVolumeRO(_ context.Context, volume string) ([]*longhorn.Snapshot, error) {
+	return ds.snapshots.byIndexRO(IndexByVolume, volume)
 }

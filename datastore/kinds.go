@@ -13,6 +13,8 @@ type (
 	engineImageT      = longhorn.EngineImage
 	backupTargetT     = longhorn.BackupTarget
 	volumeAttachmentT = longhorn.VolumeAttachment
+	recurringJobT     = longhorn.RecurringJob
+	snapshotT         = longhorn.Snapshot
 )
 
 // initStores creates one store per kind over the factory's informers.
@@ -29,4 +31,6 @@ func (ds *DataStore) initStores() {
 	ds.engineImages = newStore[engineImageT](ns, longhorn.Resource("engineimages"), lh.EngineImages().Informer(), c.EngineImages(ns))
 	ds.backupTargets = newStore[backupTargetT](ns, longhorn.Resource("backuptargets"), lh.BackupTargets().Informer(), c.BackupTargets(ns))
 	ds.volumeAttachments = newStore[volumeAttachmentT](ns, longhorn.Resource("volumeattachments"), lh.VolumeAttachments().Informer(), c.VolumeAttachments(ns))
+	ds.recurringJobs = newStore[recurringJobT](ns, longhorn.Resource("recurringjobs"), lh.RecurringJobs().Informer(), c.RecurringJobs(ns))
+	ds.snapshots = newStore[snapshotT](ns, longhorn.Resource("snapshots"), lh.Snapshots().Informer(), c.Snapshots(ns))
 }

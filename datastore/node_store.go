@@ -42,3 +42,8 @@ func (ds *DataStore) UpdateNode(ctx context.Context, obj *longhorn.Node) (*longh
 func (ds *DataStore) UpdateNodeStatus(ctx context.Context, obj *longhorn.Node) (*longhorn.Node, error) {
 	return ds.nodes.updateStatus(ctx, obj)
 }
+
+// DeleteNode deletes the Node name.
+func (ds *DataStore) DeleteNode(ctx context.Context, name string) error {
+	return ds.nodes.delete(ctx, name)
+}

@@ -1,0 +1,27 @@
+package datastore
+
+import (
+	"context"
+
+	"k8s.io/client-go/tools/cache"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// SnapshotInformer returns the shared informer of Snapshot objects, for event handlers.
+func (ds *DataStore) SnapshotInformer() cache.SharedIndexInformer { return ds.snapshots.informer }
+
+// GetSnapshotRO returns the cached Snapshot name itself. It must not be modified.
+func (ds *DataStore) GetSnapshotRO(_ context.Context, name string) (*longhorn.Snapshot, error) {
+	return ds.snapshots.getRO(name)
+}
+
+// CreateSnapshot creates a Snapshot object (in the store's namespace when obj has none).
+func (ds *DataStore) CreateSnapshot(ctx context.Context, obj *longhorn.Snapshot) (*longhorn.Snapshot, error) {
+	return ds.snapshots.create(ctx, obj)
+}
+
+// DeleteSnapshot deletes the Snapshot object name.
+func (ds *DataStore) DeleteSnapshot(ctx context.Context, name string) error {
+	return ds.snapshots.delete(ctx, name)
+}
