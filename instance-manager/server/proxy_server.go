@@ -23,7 +23,6 @@ const (
 	MetadataInstanceName = "instance-name"
 )
 
-
 // proxyServer is imrpc.ProxyEngineService: a thin forwarder to the engine
 // named in each request. Rebuild, snapshot list/remove/purge and clone are
 // orchestrated by the engine itself (its ControllerExtService,
@@ -249,4 +248,3 @@ func (s *proxyServer) ReplicaRemove(ctx context.Context, req *imrpc.EngineReplic
 	ra := &enginerpc.ReplicaAddress{Address: req.GetReplicaAddress(), InstanceName: req.GetReplicaName()}
 	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.ReplicaDelete, ra, empty)
 }
-
