@@ -3,10 +3,14 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -112,12 +116,16 @@ func TestExpandReplicaCountSalvage(t *testing.T) {
 
 // fakeSnapshots is an in-memory SnapshotOps for the handler tests.
 type fakeSnapshots struct {
-	snaps    map[string]*engineapi.Snapshot
-	reverted string
-	purged   bool
+	snaps     map[string]*engineapi.Snapshot
+	reverted  string
+	purged    bool
+	createErr error
 }
 
 func (f *fakeSnapshots) Create(_ context.Context, _ *longhorn.Volume, name string, labels map[string]string) (string, error) {
+	if f.createErr != nil {
+		return "", f.createErr
+	}
 	if name == "" {
 		name = "auto-1"
 	}
@@ -185,6 +193,27 @@ func TestSnapshotActions(t *testing.T) {
 	if st := e.do("POST", "/v1/volumes/att?action=snapshotDelete", SnapshotInput{}, &apiErr); st != 422 {
 		t.Errorf("delete without name = %d", st)
 	}
+	// A name in use is the client's mistake, not a server error: 409 with the reason.
+	if st := e.do("POST", "/v1/volumes/att?action=snapshotCreate", SnapshotInput{Name: "s1"}, &apiErr); st != 409 ||
+		!strings.Contains(apiErr.Message, `snapshot "s1" already exists`) {
+		t.Errorf("duplicate snapshot name = %d %+v", st, apiErr)
+	}
+	// The engine's refusals keep their meaning (a race past the check above).
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{status.Error(codes.FailedPrecondition, "precondition failed: snapshot already exists"), 409},
+		{status.Error(codes.AlreadyExists, "snapshot already exists"), 409},
+		{status.Error(codes.InvalidArgument, "bad name"), 400},
+		{errors.New("engine crashed"), 500},
+	} {
+		ops.createErr = fmt.Errorf("10.0.0.1:8501: VolumeSnapshot: %w", c.err)
+		if st := e.do("POST", "/v1/volumes/att?action=snapshotCreate", SnapshotInput{Name: "s9"}, &apiErr); st != c.want {
+			t.Errorf("engine error %v = %d, want %d", c.err, st, c.want)
+		}
+	}
+	ops.createErr = nil
 	noOps := newFakeEnv(t, Options{}, testVolume("att", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy))
 	if st := noOps.do("POST", "/v1/volumes/att?action=snapshotList", nil, &apiErr); st != http.StatusServiceUnavailable {
 		t.Errorf("no snapshot ops = %d", st)

@@ -130,7 +130,11 @@ func TestVolumeCreateListDelete(t *testing.T) {
 		{VolumeInput{Name: "Bad_Name", Size: "1Gi"}, "name:"},
 		{VolumeInput{Name: "v3", Size: "lots"}, "size:"},
 		{VolumeInput{Name: "v3", Size: "-5"}, "greater than 0"},
-		{VolumeInput{Name: "v3"}, "size: is required"},
+		{VolumeInput{Name: "v3"}, "size: must be set"},
+		{VolumeInput{Name: "v3", Size: "1.1"}, "not a whole number of bytes"},
+		// One name limit and one message (the webhook's), at every length.
+		{VolumeInput{Name: strings.Repeat("a", 41), Size: "1Gi"}, "is 41 characters; the limit is 40"},
+		{VolumeInput{Name: strings.Repeat("a", 64), Size: "1Gi"}, "is 64 characters; the limit is 40"},
 		{VolumeInput{Name: "v3", Size: "1Gi", NumberOfReplicas: 21}, "between 1 and 20"},
 	}
 	for _, c := range bad {
@@ -138,6 +142,10 @@ func TestVolumeCreateListDelete(t *testing.T) {
 		if st := e.do("POST", "/v1/volumes", c.in, &apiErr); st != 422 || !strings.Contains(apiErr.Message, c.want) {
 			t.Errorf("POST %+v = %d %+v, want 422 %q", c.in, st, apiErr, c.want)
 		}
+	}
+	var v15 Volume
+	if st := e.do("POST", "/v1/volumes", VolumeInput{Name: "v15", Size: "1.5Gi"}, &v15); st != 200 || v15.Size != "1610612736" {
+		t.Errorf("1.5Gi = %d size %q, want 200 and 1610612736", st, v15.Size)
 	}
 	var apiErr Error
 	if st := e.do("POST", "/v1/volumes", VolumeInput{Name: "vol1", Size: "1Gi"}, &apiErr); st != 409 {

@@ -9,6 +9,9 @@ import (
 	"sort"
 	"strconv"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -124,6 +127,9 @@ func (e EngineSnapshots) Purge(ctx context.Context, v *longhorn.Volume) error {
 	return c.SnapshotPurge(ctx, true)
 }
 
+// engineHeadName is the volume head's entry in a snapshot list.
+const engineHeadName = "volume-head"
+
 // Snapshot is a snapshot resource (Longhorn's Snapshot model: the
 // engine's snapshot info and the checksum of its Snapshot object).
 type Snapshot struct {
@@ -166,12 +172,30 @@ func (s *Server) snapshots() (SnapshotOps, error) {
 	return s.opts.Snapshots, nil
 }
 
-// snapshotErr maps ErrNoEngine to 409.
+// snapshotErr maps ErrNoEngine and the engine's refusals to client errors:
+// a refused precondition or a name in use is 409, a malformed request 400, a
+// missing snapshot 404; anything else stays a server error.
 func snapshotErr(err error) error {
-	if errors.Is(err, ErrNoEngine) {
+	switch {
+	case errors.Is(err, ErrNoEngine):
 		return invalidState("%v", err)
+	case engineapi.Code(err) == codes.FailedPrecondition, engineapi.IsAlreadyExists(err):
+		return newError(http.StatusConflict, CodeInvalidState, "%s", engineMessage(err))
+	case engineapi.IsInvalidArgument(err):
+		return newError(http.StatusBadRequest, CodeInvalidInput, "%s", engineMessage(err))
+	case engineapi.IsNotFound(err):
+		return newError(http.StatusNotFound, CodeNotFound, "%s", engineMessage(err))
 	}
 	return err
+}
+
+// engineMessage is the engine's own message of a gRPC error.
+func engineMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
 }
 
 func (s *Server) snapshotInput(r *http.Request, nameRequired bool) (SnapshotInput, SnapshotOps, error) {
@@ -190,6 +214,15 @@ func (s *Server) snapshotCreate(ctx context.Context, r *http.Request, _ urls, v 
 	in, ops, err := s.snapshotInput(r, false)
 	if err != nil {
 		return 0, nil, err
+	}
+	if in.Name != "" {
+		snaps, err := ops.List(ctx, v)
+		if err != nil {
+			return 0, nil, snapshotErr(err)
+		}
+		if _, taken := snaps[in.Name]; taken || in.Name == engineHeadName {
+			return 0, nil, newError(http.StatusConflict, CodeInvalidState, "snapshot %q already exists on volume %s: pick another name", in.Name, v.Name)
+		}
 	}
 	name, err := ops.Create(ctx, v, in.Name, in.Labels)
 	if err != nil {

@@ -2,17 +2,17 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
+	"github.com/longhorn-go/longhorn/webhook"
 )
 
 // volumeResource assembles the resource of v from the caches.
@@ -125,34 +125,28 @@ type VolumeInput struct {
 // locality from the settings).
 const defaultStaleReplicaTimeout = 2880
 
-// ParseSize parses a volume size: decimal bytes or a Kubernetes quantity.
-// Errors name the field and are 422.
+// ParseSize parses a volume size: decimal bytes or a Kubernetes quantity
+// ("1Gi", "1.5Gi"), by the webhook's rule (webhook.ParseSize). Errors name
+// the field and are 422.
 func ParseSize(field, s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, invalidInput(field, "is required (bytes, or a quantity such as 1Gi)")
+	n, err := webhook.ParseSize(field, strings.TrimSpace(s))
+	return n, fieldErr(err)
+}
+
+// fieldErr turns the webhook's *FieldError into a 422 naming the field.
+func fieldErr(err error) error {
+	var fe *webhook.FieldError
+	if errors.As(err, &fe) {
+		return invalidInput(fe.Field, "%s", fe.Msg)
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n <= 0 {
-			return 0, invalidInput(field, "must be greater than 0 bytes, got %d", n)
-		}
-		return n, nil
-	}
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return 0, invalidInput(field, "%q is neither bytes nor a quantity such as 1Gi", s)
-	}
-	n, ok := q.AsInt64()
-	if !ok || n <= 0 {
-		return 0, invalidInput(field, "%q must be a whole number of bytes greater than 0", s)
-	}
-	return n, nil
+	return err
 }
 
 // volumeFromInput validates in and builds the Volume to create.
 func (s *Server) volumeFromInput(ctx context.Context, in VolumeInput) (*longhorn.Volume, error) {
-	if errs := validation.IsDNS1123Label(in.Name); len(errs) > 0 {
-		return nil, invalidInput("name", "%q is not a valid volume name: %s", in.Name, strings.Join(errs, "; "))
+	// The webhook's rule and message, so REST, kubectl and the UI agree.
+	if err := webhook.ValidateName("name", in.Name); err != nil {
+		return nil, fieldErr(err)
 	}
 	if err := refuseMissingFeatures(in); err != nil {
 		return nil, err

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
@@ -156,12 +157,19 @@ func (c *SettingController) applyDefaults(ctx context.Context) error {
 	}
 	names := types.SettingNameList()
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	// One refused setting (the webhook refuses storage-network while volumes
+	// are attached) must not hold back the others: apply every one, report
+	// each refusal on the ConfigMap, and retry the refused ones with backoff.
+	var errs []error
 	for _, name := range names {
 		if err := c.applyOne(ctx, name, values, rv); err != nil {
-			return err
+			errs = append(errs, err)
+			if cm != nil {
+				c.recorder.Eventf(cm, corev1.EventTypeWarning, "FailedApplyingDefaultSetting", "%v", err)
+			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (c *SettingController) applyOne(ctx context.Context, name types.SettingName, values map[types.SettingName]string, rv string) error {

@@ -217,6 +217,18 @@ func TestValidateRecurringJob(t *testing.T) {
 	checkField(t, k.Validate(context.Background(), Request[*longhorn.RecurringJob]{Operation: admissionv1.Create, Object: job()}), "")
 }
 
+// A job created without concurrency gets Longhorn's default, 10.
+func TestRecurringJobConcurrencyDefault(t *testing.T) {
+	j := &longhorn.RecurringJob{Spec: longhorn.RecurringJobSpec{Cron: "0 * * * *", Task: "snapshot", Retain: 1}}
+	if got := applyJobOps(j, mutateRecurringJob(j)).Spec.Concurrency; got != 10 {
+		t.Fatalf("default concurrency %d, want 10", got)
+	}
+	j.Spec.Concurrency = 3
+	if got := applyJobOps(j, mutateRecurringJob(j)).Spec.Concurrency; got != 3 {
+		t.Fatalf("given concurrency became %d, want 3", got)
+	}
+}
+
 func applyJobOps(j *longhorn.RecurringJob, ops []PatchOp) *longhorn.RecurringJob {
 	for _, op := range ops {
 		switch op.Path {

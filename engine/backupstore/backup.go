@@ -331,24 +331,9 @@ func (j *BackupJob) backupBlock(ctx context.Context, u *upload, off int64, data 
 	var newly, reup int64
 	isNew := false
 	if !dup {
-		p := BlockPath(j.req.VolumeName, sum)
-		_, err := j.s.d.Stat(ctx, p)
-		exists := err == nil
-		if err != nil && !errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("check block %s: %w", sum, err)
-		}
-		if !exists || isFullMode(j.req.Parameters) {
-			if err := compress(j.method, data, zbuf); err != nil {
-				return fmt.Errorf("compress block %s: %w", sum, err)
-			}
-			if err := j.s.d.Write(ctx, p, bytes.NewReader(zbuf.Bytes()), int64(zbuf.Len())); err != nil {
-				return fmt.Errorf("upload block %s (offset %d): %w", sum, off, err)
-			}
-			if exists {
-				reup = int64(zbuf.Len())
-			} else {
-				newly, isNew = int64(zbuf.Len()), true
-			}
+		var err error
+		if newly, reup, isNew, err = j.uploadBlock(ctx, sum, off, data, zbuf); err != nil {
+			return err
 		}
 	}
 	u.mu.Lock()
@@ -365,6 +350,31 @@ func (j *BackupJob) backupBlock(ctx context.Context, u *upload, off int64, data 
 		u.progress(pct)
 	}
 	return nil
+}
+
+// uploadBlock uploads the block with checksum sum unless the store has it
+// (and the mode is not full). It returns the compressed bytes written as new
+// (isNew) or re-uploaded.
+func (j *BackupJob) uploadBlock(ctx context.Context, sum string, off int64, data []byte, zbuf *bytes.Buffer) (newly, reup int64, isNew bool, err error) {
+	p := BlockPath(j.req.VolumeName, sum)
+	_, err = j.s.d.Stat(ctx, p)
+	exists := err == nil
+	if err != nil && !errors.Is(err, ErrNotFound) {
+		return 0, 0, false, fmt.Errorf("check block %s: %w", sum, err)
+	}
+	if exists && !isFullMode(j.req.Parameters) {
+		return 0, 0, false, nil
+	}
+	if err := compress(j.method, data, zbuf); err != nil {
+		return 0, 0, false, fmt.Errorf("compress block %s: %w", sum, err)
+	}
+	if err := j.s.d.Write(ctx, p, bytes.NewReader(zbuf.Bytes()), int64(zbuf.Len())); err != nil {
+		return 0, 0, false, fmt.Errorf("upload block %s (offset %d): %w", sum, off, err)
+	}
+	if exists {
+		return 0, int64(zbuf.Len()), false, nil
+	}
+	return int64(zbuf.Len()), 0, true, nil
 }
 
 // backupProgress maps processed blocks to 0-95 (Longhorn keeps the last 5 %
