@@ -169,3 +169,20 @@ func TestManagerValues(t *testing.T) {
 		t.Errorf("registry-secret = %q", got["registry-secret"])
 	}
 }
+
+// helm install's notes name the Longhorn values that are accepted and not
+// used, and none with this chart's own values.
+func TestNotesListIgnoredValues(t *testing.T) {
+	notes, err := Notes(chartDir, loadValues(t, "longhorn-1.12-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornUI", "longhornDriver", "service.ui", "preUpgradeChecker"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes do not name %s:\n%s", want, notes)
+		}
+	}
+	if notes, err = Notes(chartDir, nil); err != nil || strings.Contains(notes, "Not used") {
+		t.Errorf("default notes: %v\n%s", err, notes)
+	}
+}
