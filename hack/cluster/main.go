@@ -31,9 +31,9 @@ import (
 func main() {
 	app := &cli.App{
 		Name:  "lhcluster",
-		Usage: "local multi-node Kubernetes cluster for Longhorn (nodes are network namespaces, pods are processes)",
+		Usage: "local multi-node Kubernetes cluster for Longhorn (nodes are network + mount namespaces running kubelet and containerd)",
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), statusCommand(), nodeAgentCommand(), podExecCommand(), infoServerCommand(),
+			upCommand(), downCommand(), statusCommand(), imageCommand(), nodeAgentCommand(), podExecCommand(), infoServerCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
@@ -51,6 +51,8 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nodes", Value: d.Nodes, Usage: "number of nodes"},
 		&cli.StringFlag{Name: "subnet", Value: d.Subnet.String(), Usage: "node subnet; the bridge takes its last address"},
 		&cli.StringFlag{Name: "service-cidr", Value: d.ServiceCIDR.String(), Usage: "service range (made unreachable)"},
+		&cli.StringFlag{Name: "pod-cidr", Value: d.PodCIDR.String(), Usage: "pod range of real nodes: node i gets its i-th /24"},
+		&cli.StringFlag{Name: "node-mode", Value: string(d.NodeMode), Usage: "containerd (real kubelet + containerd nodes) or agent (pods as processes, faster)"},
 	}
 }
 
@@ -64,6 +66,10 @@ func configFrom(c *cli.Context) (cluster.Config, error) {
 	if cfg.ServiceCIDR, err = netip.ParsePrefix(c.String("service-cidr")); err != nil {
 		return cfg, fmt.Errorf("--service-cidr: %w", err)
 	}
+	if cfg.PodCIDR, err = netip.ParsePrefix(c.String("pod-cidr")); err != nil {
+		return cfg, fmt.Errorf("--pod-cidr: %w", err)
+	}
+	cfg.NodeMode = cluster.NodeMode(c.String("node-mode"))
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
 		return cfg, err
 	}
@@ -80,7 +86,9 @@ func upCommand() *cli.Command {
 		Usage: "start (or complete) the cluster, apply the manifest if it exists, print the status",
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "assets", Required: true, Usage: "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (make testbin)"},
-			&cli.StringSliceFlag{Name: "image", Usage: "PATTERN=BINARY image mapping, e.g. 'longhornio/longhorn:*=/abs/bin/longhorn'"},
+			&cli.StringSliceFlag{Name: "image", Usage: "agent mode: PATTERN=BINARY image mapping, e.g. 'longhornio/longhorn:*=/abs/bin/longhorn'"},
+			&cli.StringSliceFlag{Name: "image-archive", Usage: "real nodes: OCI image archive to import into every node's containerd (repeatable; missing files are skipped with a message)"},
+			&cli.StringFlag{Name: "pause-binary", Usage: "real nodes: static binary of the pause image (bin/lhpause)"},
 			&cli.StringFlag{Name: "manifest", Usage: "manifest to apply when the file exists (deploy/longhorn.yaml); waits for its DaemonSets"},
 			&cli.DurationFlag{Name: "manifest-timeout", Value: 5 * time.Minute},
 		),
@@ -94,6 +102,20 @@ func upCommand() *cli.Command {
 			}
 			if cfg.AgentBinary, err = os.Executable(); err != nil {
 				return err
+			}
+			if cfg.PauseBinary, err = filepath.Abs(c.String("pause-binary")); err != nil {
+				return err
+			}
+			for _, a := range c.StringSlice("image-archive") {
+				if _, err := os.Stat(a); err != nil {
+					printf("image archive %s: %v: not imported", a, err)
+					continue
+				}
+				abs, err := filepath.Abs(a)
+				if err != nil {
+					return err
+				}
+				cfg.ImageArchives = append(cfg.ImageArchives, abs)
 			}
 			cfg.Images = map[string]string{}
 			for _, m := range c.StringSlice("image") {
@@ -238,6 +260,45 @@ func infoServerCommand() *cli.Command {
 			})
 			fmt.Printf("info-server listening on %s\n", c.String("listen"))
 			return (&http.Server{Addr: c.String("listen"), Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
+		},
+	}
+}
+
+// imageCommand writes a one-layer OCI image archive from host files: the
+// test bed's small images (a static binary and the directories it needs)
+// when the product image of `make image` is not wanted.
+func imageCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "image",
+		Usage: "write an OCI image archive holding host files (FILE=PATH-IN-IMAGE...)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "ref", Required: true, Usage: "image reference, e.g. longhornio/longhorn:v0.1.0-dev"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "archive to write"},
+			&cli.StringSliceFlag{Name: "dir", Usage: "empty directory in the image (repeatable)"},
+			&cli.StringSliceFlag{Name: "env", Usage: "image config environment KEY=VALUE (repeatable)"},
+		},
+		ArgsUsage: "HOSTFILE=/PATH/IN/IMAGE...",
+		Action: func(c *cli.Context) error {
+			spec := cluster.ImageSpec{Ref: c.String("ref"), Env: c.StringSlice("env")}
+			for _, d := range c.StringSlice("dir") {
+				spec.Files = append(spec.Files, cluster.ImageFile{Path: d, Dir: true})
+			}
+			for _, a := range c.Args().Slice() {
+				src, dst, ok := strings.Cut(a, "=")
+				if !ok {
+					return fmt.Errorf("%q: want HOSTFILE=/PATH/IN/IMAGE", a)
+				}
+				st, err := os.Stat(src)
+				if err != nil {
+					return err
+				}
+				spec.Files = append(spec.Files, cluster.ImageFile{Path: dst, Source: src, Mode: st.Mode().Perm()})
+			}
+			if err := cluster.WriteOCIArchive(c.String("out"), spec); err != nil {
+				return err
+			}
+			printf("wrote %s (%s)", c.String("out"), cluster.NormalizeRef(spec.Ref))
+			return nil
 		},
 	}
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/longhorn-go/longhorn/internal/procstat"
 	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
 	"github.com/longhorn-go/longhorn/types"
 )
@@ -115,10 +116,54 @@ func (c *Cluster) nodeCmd(ctx context.Context, node string, argv []string) (*exe
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"-t", strconv.Itoa(pid), "-m", "-n", "--"}, argv...)
-	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd := exec.CommandContext(ctx, "nsenter", append(nsenterArgs(pid), argv...)...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	return cmd, nil
+}
+
+// nsenterArgs are nsenter's options for a command "inside the node" of
+// the instance-manager process pid. On a real node (the process runs in a
+// container: its root is another file system) that is the node's mount
+// namespace, where containerd's shim runs (host tools, the node's
+// /var/lib/longhorn), joined with the pod's network namespace; with the
+// node agent (pods are host processes) the process's own namespaces.
+func nsenterArgs(pid int) []string {
+	if ppid, ok := containerParent(pid); ok {
+		return []string{"--mount=/proc/" + strconv.Itoa(ppid) + "/ns/mnt", "--net=/proc/" + strconv.Itoa(pid) + "/ns/net", "--"}
+	}
+	return []string{"-t", strconv.Itoa(pid), "-m", "-n", "--"}
+}
+
+// containerParent reports whether pid runs in a container (its root
+// directory is not the host's) and returns its parent (the shim) then.
+func containerParent(pid int) (int, bool) {
+	var root, host syscall.Stat_t
+	if syscall.Stat("/proc/"+strconv.Itoa(pid)+"/root/", &root) != nil || syscall.Stat("/", &host) != nil {
+		return 0, false
+	}
+	if root.Dev == host.Dev && root.Ino == host.Ino {
+		return 0, false
+	}
+	st, err := procstat.Read(pid)
+	if err != nil || st.PPID <= 1 {
+		return 0, false
+	}
+	return st.PPID, true
+}
+
+// NodeLocalPath returns the path under which a command inside node (see
+// NodeExec) finds path p of the node's instance-manager container: p
+// itself with the node agent, /proc/PID/root/p on a real node (the
+// engine's NBD sockets live in the container's file system).
+func (c *Cluster) NodeLocalPath(ctx context.Context, node, p string) (string, error) {
+	pid, err := c.InstanceManagerPID(ctx, node)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := containerParent(pid); ok {
+		return "/proc/" + strconv.Itoa(pid) + "/root" + p, nil
+	}
+	return p, nil
 }
 
 // NodeProcess is a long-running command started inside a node by NodeStart.
