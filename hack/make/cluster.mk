@@ -41,7 +41,7 @@ cluster-image-dev: lhcluster
 
 CLUSTER_IMAGE_DEPS = $(if $(filter $(BIN)/images/longhorn-dev.oci.tar,$(CLUSTER_IMAGE)),cluster-image-dev)
 
-cluster: build lhcluster lhpause testbin $(if $(filter containerd,$(CLUSTER_NODE_MODE)),$(CLUSTER_IMAGE_DEPS)) ## start the local cluster (CLUSTER_NODES=3), apply deploy/longhorn.yaml if present
+cluster: packages build lhcluster lhpause testbin $(if $(filter containerd,$(CLUSTER_NODE_MODE)),$(CLUSTER_IMAGE_DEPS)) ## start the local cluster (CLUSTER_NODES=3), apply deploy/longhorn.yaml if present
 	$(BIN)/lhcluster up $(CLUSTER_FLAGS) --assets $(TESTBIN_ASSETS) \
 	  --pause-binary $(BIN)/lhpause --image-archive $(CLUSTER_IMAGE) \
 	  --image 'longhornio/longhorn:*=$(BIN)/longhorn' --manifest $(CLUSTER_MANIFEST)

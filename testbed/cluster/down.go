@@ -101,8 +101,13 @@ func stopAll(c *Config, st *State, out Printf) {
 	}
 }
 
+// countLoops counts loop devices whose backing file is under dir.
+func countLoops(dir string) (int, error) { return loopsUnder(dir, false) }
+
 // detachLoops detaches loop devices whose backing file is under dir.
-func detachLoops(dir string) (int, error) {
+func detachLoops(dir string) (int, error) { return loopsUnder(dir, true) }
+
+func loopsUnder(dir string, detach bool) (int, error) {
 	b, err := exec.Command("losetup", "--json", "--list").Output()
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 		return 0, nil // no loop devices (losetup prints nothing)
@@ -120,6 +125,10 @@ func detachLoops(dir string) (int, error) {
 	var errs []error
 	for _, d := range l.Loops {
 		if under(strings.TrimSuffix(d.BackFile, " (deleted)"), dir) {
+			if !detach {
+				n++
+				continue
+			}
 			if out, err := exec.Command("losetup", "-d", d.Name).CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("losetup -d %s: %v: %s", d.Name, err, out))
 				continue
