@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
+	"sigs.k8s.io/yaml"
 	"k8s.io/klog/v2"
 
 	"github.com/longhorn-go/longhorn/testbed/cluster"
@@ -89,7 +90,10 @@ func upCommand() *cli.Command {
 			&cli.StringSliceFlag{Name: "image", Usage: "agent mode: PATTERN=BINARY image mapping, e.g. 'longhornio/longhorn:*=/abs/bin/longhorn'"},
 			&cli.StringSliceFlag{Name: "image-archive", Usage: "real nodes: OCI image archive to import into every node's containerd (repeatable; missing files are skipped with a message)"},
 			&cli.StringFlag{Name: "pause-binary", Usage: "real nodes: static binary of the pause image (bin/lhpause)"},
-			&cli.StringFlag{Name: "manifest", Usage: "manifest to apply when the file exists (deploy/longhorn.yaml); waits for its DaemonSets"},
+			&cli.StringFlag{Name: "manifest", Usage: "manifest to apply with kubectl when the file exists (deploy/longhorn.yaml); waits for its DaemonSets. Overrides --helm"},
+			&cli.StringFlag{Name: "helm", Usage: "helm binary: install --chart with --values (helm upgrade --install) and check the values' defaultSettings reach the Setting objects"},
+			&cli.StringFlag{Name: "chart", Value: "chart", Usage: "chart directory for --helm"},
+			&cli.StringFlag{Name: "values", Usage: "values file for --helm"},
 			&cli.DurationFlag{Name: "manifest-timeout", Value: 5 * time.Minute},
 		),
 		Action: func(c *cli.Context) error {
@@ -138,6 +142,10 @@ func upCommand() *cli.Command {
 				if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
 					printf("%s does not exist yet: not applied", m)
 				} else if err := cluster.ApplyManifest(ctx, &st.Config, m, c.Duration("manifest-timeout"), printf); err != nil {
+					return err
+				}
+			} else if h := c.String("helm"); h != "" {
+				if err := helmInstall(ctx, &st.Config, h, c.String("chart"), c.String("values"), c.Duration("manifest-timeout")); err != nil {
 					return err
 				}
 			}
@@ -301,4 +309,64 @@ func imageCommand() *cli.Command {
 			return nil
 		},
 	}
+}
+
+// helmInstall installs the chart with the real helm CLI and waits until
+// every defaultSettings key of the values file has reached its Setting
+// (Longhorn's camelCase key -> kebab-case setting name).
+func helmInstall(ctx context.Context, c *cluster.Config, helm, chart, values string, timeout time.Duration) error {
+	abs, err := filepath.Abs(chart)
+	if err != nil {
+		return err
+	}
+	r := cluster.HelmRelease{Helm: helm, Chart: abs, Timeout: timeout}
+	want := map[string]string{}
+	if values != "" {
+		r.ValuesFiles = []string{values}
+		b, err := os.ReadFile(values)
+		if err != nil {
+			return err
+		}
+		var v struct {
+			DefaultSettings map[string]any `json:"defaultSettings"`
+		}
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("%s: %w", values, err)
+		}
+		for k, val := range v.DefaultSettings {
+			if val != nil {
+				want[kebab(k)] = fmt.Sprint(val)
+			}
+		}
+	}
+	if err := cluster.HelmInstall(ctx, c, r, printf); err != nil {
+		return err
+	}
+	if err := cluster.WaitSettings(ctx, c, "longhorn-system", want, 2*time.Minute); err != nil {
+		return err
+	}
+	printf("helm: %d defaultSettings of %s reached their Setting objects (kubectl -n longhorn-system get settings)", len(want), values)
+	return cluster.WaitDaemonSets(ctx, c, timeout, printf)
+}
+
+// kebab turns Longhorn's defaultSettings key (replicaReplenishmentWaitInterval)
+// into the setting name (replica-replenishment-wait-interval); a run of
+// capitals is one word (guaranteedInstanceManagerCPU -> ...-cpu).
+func kebab(k string) string {
+	var b strings.Builder
+	for i, r := range k {
+		upper := r >= 'A' && r <= 'Z'
+		if upper && i > 0 {
+			prevUpper := k[i-1] >= 'A' && k[i-1] <= 'Z'
+			nextLower := i+1 < len(k) && k[i+1] >= 'a' && k[i+1] <= 'z'
+			if !prevUpper || nextLower {
+				b.WriteByte('-')
+			}
+		}
+		if upper {
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

@@ -14,16 +14,19 @@ CLUSTER_SVC_CIDR  ?= 10.99.1.0/24
 CLUSTER_POD_CIDR  ?= 10.100.0.0/16
 CLUSTER_NODE_MODE ?= containerd
 CLUSTER_STATE_DIR ?= $(CACHE_DIR)/cluster-$(CLUSTER_NAME)
-CLUSTER_MANIFEST  ?= deploy/longhorn.yaml
+# How the product is installed: Helm (chart/ with hack/cluster/values.yaml, the
+# default), or CLUSTER_MANIFEST=deploy/longhorn.yaml for kubectl apply.
+CLUSTER_MANIFEST  ?=
+CLUSTER_VALUES    ?= hack/cluster/values.yaml
 CLUSTER_FLAGS      = --name $(CLUSTER_NAME) --nodes $(CLUSTER_NODES) --subnet $(CLUSTER_SUBNET) \
                      --service-cidr $(CLUSTER_SVC_CIDR) --pod-cidr $(CLUSTER_POD_CIDR) \
                      --node-mode $(CLUSTER_NODE_MODE) --state-dir $(CLUSTER_STATE_DIR)
 # The product image's tag: the chart's appVersion (what deploy/longhorn.yaml runs).
 LONGHORN_IMAGE_TAG ?= $(shell awk '$$1=="appVersion:" {print $$2; exit}' chart/Chart.yaml)
-# The image of `make image` (hack/make/image.mk) when it exists, else
-# bin/images/longhorn-dev.oci.tar: a static bin/longhorn in an otherwise empty
-# image (enough for manager, instance manager and engine; no node tools).
-CLUSTER_IMAGE     ?= $(if $(wildcard bin/images/longhorn.oci.tar),bin/images/longhorn.oci.tar,$(BIN)/images/longhorn-dev.oci.tar)
+# The product image of `make image` (hack/make/deploy.mk). CLUSTER_IMAGE=bin/images/longhorn-dev.oci.tar
+# uses instead a static bin/longhorn in an otherwise empty image (no debootstrap;
+# enough for manager, instance manager and engine, no node tools).
+CLUSTER_IMAGE     ?= $(BIN)/images/longhorn.oci.tar
 
 .PHONY: lhcluster lhpause cluster cluster-down cluster-status cluster-image-dev
 lhcluster: ## build bin/lhcluster (local cluster tool and node agent)
@@ -39,12 +42,13 @@ cluster-image-dev: lhcluster
 	  --env PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 	  --dir /tmp --dir /var/lib/longhorn --dir /var/run --dir /etc $(BIN)/images/longhorn-static=/usr/local/bin/longhorn
 
-CLUSTER_IMAGE_DEPS = $(if $(filter $(BIN)/images/longhorn-dev.oci.tar,$(CLUSTER_IMAGE)),cluster-image-dev)
+CLUSTER_IMAGE_DEPS = $(if $(filter %longhorn-dev.oci.tar,$(CLUSTER_IMAGE)),cluster-image-dev,image)
 
-cluster: packages build lhcluster lhpause testbin $(if $(filter containerd,$(CLUSTER_NODE_MODE)),$(CLUSTER_IMAGE_DEPS)) ## start the local cluster (CLUSTER_NODES=3), apply deploy/longhorn.yaml if present
+cluster: packages build lhcluster lhpause testbin $(if $(CLUSTER_MANIFEST),,helm) $(if $(filter containerd,$(CLUSTER_NODE_MODE)),$(CLUSTER_IMAGE_DEPS)) ## start the local cluster (CLUSTER_NODES=3) and helm-install the product (CLUSTER_MANIFEST=deploy/longhorn.yaml: kubectl apply)
 	$(BIN)/lhcluster up $(CLUSTER_FLAGS) --assets $(TESTBIN_ASSETS) \
 	  --pause-binary $(BIN)/lhpause --image-archive $(CLUSTER_IMAGE) \
-	  --image 'longhornio/longhorn:*=$(BIN)/longhorn' --manifest $(CLUSTER_MANIFEST)
+	  --image 'longhornio/longhorn:*=$(BIN)/longhorn' \
+	  $(if $(CLUSTER_MANIFEST),--manifest $(CLUSTER_MANIFEST),--helm $(HELM) --chart chart --values $(CLUSTER_VALUES))
 
 cluster-down: ## remove every process, container, netns, mount, loop device, iptables rule and cgroup of the local cluster
 	@if [ -x $(BIN)/lhcluster ]; then $(BIN)/lhcluster down $(CLUSTER_FLAGS); \

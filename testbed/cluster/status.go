@@ -157,8 +157,10 @@ func printRealNodes(ctx context.Context, c *Config, w io.Writer) {
 	}
 	for i := 1; i <= c.Nodes; i++ {
 		fmt.Fprintf(w, "\n$ crictl ps   # on %s\n", c.NodeName(i))
-		if b, err := c.Crictl(ctx, i, "ps").Output(); err == nil {
-			w.Write(b)
+		b, err := c.Crictl(ctx, i, "ps").Output()
+		w.Write(b)
+		if err != nil {
+			fmt.Fprintf(w, "crictl: %v\n", err)
 		}
 	}
 }

@@ -161,9 +161,37 @@ func (c *Cluster) NodeLocalPath(ctx context.Context, node, p string) (string, er
 		return "", err
 	}
 	if _, ok := containerParent(pid); ok {
-		return "/proc/" + strconv.Itoa(pid) + "/root" + p, nil
+		root := "/proc/" + strconv.Itoa(pid) + "/root"
+		return root + resolveIn(root, p), nil
 	}
 	return p, nil
+}
+
+// resolveIn resolves the symbolic links of the directories of p (an
+// absolute path) inside root, as the container sees them: an absolute
+// link target starts again at root (/var/run -> /run in a Debian image),
+// not at the host's /. The last element is kept as is (a socket).
+func resolveIn(root, p string) string {
+	parts := strings.Split(strings.Trim(filepath.Clean(p), "/"), "/")
+	cur := "/"
+	for hops := 0; len(parts) > 0 && hops < 40; {
+		next := filepath.Join(cur, parts[0])
+		parts = parts[1:]
+		if len(parts) == 0 {
+			return next
+		}
+		t, err := os.Readlink(root + next)
+		if err != nil {
+			cur = next
+			continue
+		}
+		hops++
+		if filepath.IsAbs(t) {
+			cur = "/"
+		}
+		parts = append(strings.Split(strings.Trim(filepath.Clean(t), "/"), "/"), parts...)
+	}
+	return filepath.Join(append([]string{cur}, parts...)...)
 }
 
 // NodeProcess is a long-running command started inside a node by NodeStart.
