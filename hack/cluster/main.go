@@ -22,8 +22,8 @@ import (
 	"time"
 
 	"github.com/urfave/cli/v2"
-	"sigs.k8s.io/yaml"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/longhorn-go/longhorn/testbed/cluster"
 	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
