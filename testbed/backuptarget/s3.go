@@ -27,7 +27,6 @@ import (
 	"github.com/longhorn-go/longhorn/internal/testutil"
 )
 
-
 // S3 is a running S3 server with one bucket.
 type S3 struct {
 	// URL is the backup target URL, s3://<bucket>@us-east-1/<prefix>/.
