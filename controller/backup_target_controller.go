@@ -50,7 +50,9 @@ func newBackupTargetController(e *env) (runner, error) {
 	return c, nil
 }
 
-func (c *BackupTargetController) run(ctx context.Context, workers int) error { return c.w.Run(ctx, workers) }
+func (c *BackupTargetController) run(ctx context.Context, workers int) error {
+	return c.w.Run(ctx, workers)
+}
 
 // backupTargetOf resolves a BackupTarget's URL and credential Secret.
 func (e *env) backupTargetOf(ctx context.Context, bt *longhorn.BackupTarget) (engineapi.BackupTarget, error) {
