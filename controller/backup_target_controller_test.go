@@ -144,7 +144,10 @@ func TestBackupVolumeSyncAndBackupDeletion(t *testing.T) {
 	if _, err := bvc.syncBackupVolume(f.ctx, key); err != nil { // adds the finalizer
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { o, err := f.ds.GetBackupVolumeRO(f.ctx, "lh-fixture"); return err == nil && len(o.Finalizers) == 1 })
+	waitFor(t, func() bool {
+		o, err := f.ds.GetBackupVolumeRO(f.ctx, "lh-fixture")
+		return err == nil && len(o.Finalizers) == 1
+	})
 	if _, err := bvc.syncBackupVolume(f.ctx, key); err != nil {
 		t.Fatal(err)
 	}
@@ -169,7 +172,10 @@ func TestBackupVolumeSyncAndBackupDeletion(t *testing.T) {
 		if _, err := f.lh.LonghornV1beta2().Backups(testNS).Update(f.ctx, b, metav1.UpdateOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { o, err := f.ds.GetBackupRO(f.ctx, tc.name); return err == nil && o.DeletionTimestamp != nil })
+		waitFor(t, func() bool {
+			o, err := f.ds.GetBackupRO(f.ctx, tc.name)
+			return err == nil && o.DeletionTimestamp != nil
+		})
 		if _, err := bc.syncBackup(f.ctx, testNS+"/"+tc.name); err != nil {
 			t.Fatal(err)
 		}

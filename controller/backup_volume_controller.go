@@ -51,7 +51,9 @@ func newBackupVolumeController(e *env) (runner, error) {
 	return c, nil
 }
 
-func (c *BackupVolumeController) run(ctx context.Context, workers int) error { return c.w.Run(ctx, workers) }
+func (c *BackupVolumeController) run(ctx context.Context, workers int) error {
+	return c.w.Run(ctx, workers)
+}
 
 func (c *BackupVolumeController) syncBackupVolume(ctx context.Context, key string) (Result, error) {
 	bvRO, err := c.ds.GetBackupVolumeRO(ctx, splitKey(key))
