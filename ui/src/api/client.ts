@@ -62,7 +62,9 @@ async function request<T>(method: string, path: string, body?: unknown): Promise
   }
   const text = await res.text();
   if (!res.ok) throw parseError(res.status, res.statusText, text);
-  if (text === "") return undefined as T;
+  // An empty answer (204 No Content of a DELETE) is success: {} so that
+  // callers can tell it from a failure (undefined).
+  if (text === "") return {} as T;
   return JSON.parse(text) as T;
 }
 

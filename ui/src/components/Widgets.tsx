@@ -51,6 +51,8 @@ export interface Slice {
   label: string;
   value: number;
   tone: string;
+  /** display replaces the count in the legend (e.g. a size already in the label); "" shows nothing. */
+  display?: string;
 }
 
 /** Donut: an SVG ring with one arc per slice and a legend; the total in the middle. */
@@ -80,7 +82,7 @@ export function Donut({ title, slices, center }: { title: string; slices: Slice[
       <ul className="legend">
         {slices.map((s) => (
           <li key={s.label}>
-            <i className={`dot tone-${s.tone}`} /> {s.label} <b>{s.label.match(/storage|schedulable|reserved|used|disabled/i) ? "" : s.value}</b>
+            <i className={`dot tone-${s.tone}`} /> {s.label} <b>{s.display ?? s.value}</b>
           </li>
         ))}
       </ul>

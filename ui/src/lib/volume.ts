@@ -37,7 +37,10 @@ export interface Rebuild {
 /**
  * rebuilds lists the replicas being rebuilt. rebuildStatus (the engine's
  * report, keyed by replica address or name) gives progress; a replica in
- * mode WO without a status entry is rebuilding with unknown progress.
+ * mode WO without a status entry is rebuilding with unknown progress, and
+ * so is a running replica of an attached volume that the engine does not
+ * list yet (state "pending": it is being added, the first step of a
+ * rebuild; a reused replica can pass through WO in well under a second).
  */
 export function rebuilds(v: Volume): Rebuild[] {
   const out: Rebuild[] = [];
@@ -49,8 +52,11 @@ export function rebuilds(v: Volume): Rebuild[] {
     seen.add(name);
     out.push({ replica: name, progress: s.progress ?? 0, state: s.state ?? "", error: s.error ?? "", fromReplica: s.fromReplica ?? "" });
   }
+  const engineUp = v.state === "attached" && (v.controllers ?? []).some((c) => c.running);
   for (const r of v.replicas ?? []) {
-    if (r.mode === "WO" && !seen.has(r.name)) out.push({ replica: r.name, progress: null, state: "in_progress", error: "", fromReplica: "" });
+    if (seen.has(r.name)) continue;
+    if (r.mode === "WO") out.push({ replica: r.name, progress: null, state: "in_progress", error: "", fromReplica: "" });
+    else if (engineUp && r.running && !r.mode && !r.failedAt) out.push({ replica: r.name, progress: null, state: "pending", error: "", fromReplica: "" });
   }
   return out;
 }
@@ -61,14 +67,18 @@ function replicaByAddress(rs: Replica[] | undefined, key: string): Replica | und
   return rs.find((r) => r.name === key || r.address === key || r.address.replace(/^tcp:\/\//, "") === bare);
 }
 
-/** replicaState is what the replica table shows: its mode, or why it has none. */
-export function replicaState(r: Replica): string {
+/**
+ * replicaState is what the replica table shows: its mode, or why it has
+ * none. A running replica without a mode is "rebuilding" while its volume
+ * is attached (the engine is adding it), else just "running".
+ */
+export function replicaState(r: Replica, attached = false): string {
   if (r.failedAt) return "failed";
   if (!r.running) return "stopped";
   if (r.mode === "RW") return "healthy";
   if (r.mode === "WO") return "rebuilding";
   if (r.mode === "ERR") return "error";
-  return "running";
+  return attached ? "rebuilding" : "running";
 }
 
 /** attachedNode is the node the volume is attached to ("" when none). */

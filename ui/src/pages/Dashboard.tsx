@@ -50,10 +50,10 @@ export function Dashboard() {
                     title="Storage"
                     center={formatBytes(s.total)}
                     slices={[
-                      { label: `Schedulable ${formatBytes(s.schedulable)}`, value: s.schedulable, tone: "ok" },
-                      { label: `Reserved ${formatBytes(s.reserved)}`, value: s.reserved, tone: "info" },
-                      { label: `Used ${formatBytes(s.used)}`, value: s.used, tone: "warn" },
-                      { label: `Disabled ${formatBytes(s.disabled)}`, value: s.disabled, tone: "muted" },
+                      { label: `Schedulable ${formatBytes(s.schedulable)}`, value: s.schedulable, tone: "ok", display: "" },
+                      { label: `Reserved ${formatBytes(s.reserved)}`, value: s.reserved, tone: "info", display: "" },
+                      { label: `Used ${formatBytes(s.used)}`, value: s.used, tone: "warn", display: "" },
+                      { label: `Disabled ${formatBytes(s.disabled)}`, value: s.disabled, tone: "muted", display: "" },
                     ]}
                   />
                   <p className="caption">Scheduled to replicas: {formatBytes(s.scheduled)}</p>

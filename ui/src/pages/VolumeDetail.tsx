@@ -195,14 +195,14 @@ function ReplicaTable({ v, onRemove }: { v: Volume; onRemove: (name: string) => 
                 <tr key={r.name} data-replica={r.name}>
                   <td data-label="Name">{r.name}</td>
                   <td data-label="Status">
-                    <Badge value={replicaState(r)} /> {r.mode && <small>{r.mode}</small>}
+                    <Badge value={replicaState(r, v.state === "attached")} /> {r.mode && <small>{r.mode}</small>}
                   </td>
                   <td data-label="Node">{r.hostId || "-"}</td>
                   <td data-label="Disk" title={r.diskID}>
                     {r.diskPath || "-"}
                   </td>
                   <td data-label="Address">{r.address || "-"}</td>
-                  <td data-label="Rebuild">{b ? b.error ? <span className="error">{b.error}</span> : <Progress value={b.progress} label={`Rebuilding ${r.name}`} /> : "-"}</td>
+                  <td data-label="Rebuild">{b ? b.error ? <span className="error">{b.error}</span> : <span className="stack"><Progress value={b.progress} label={`Rebuilding ${r.name}`} />{b.state === "pending" && <small>adding to the engine</small>}</span> : "-"}</td>
                   <td data-label="Operation">
                     <button type="button" className="small danger" disabled={!can(v, "replicaRemove")} onClick={() => onRemove(r.name)} aria-label={`Delete replica ${r.name}`}>
                       Delete
