@@ -44,7 +44,8 @@ fmt:
 vet:
 	go vet ./...
 
-verify: ## fail when generated files are stale or gofmt/go vet complain
+verify: ## fail when generated files are stale, gofmt/go vet complain or a budget is exceeded
+	$(MAKE) --no-print-directory budgets
 	@test -z "$$(gofmt -l $$(git ls-files '*.go'))" || { gofmt -l $$(git ls-files '*.go'); echo "gofmt: files above need formatting"; exit 1; }
 	go vet ./...
 	$(MAKE) --no-print-directory generate

@@ -3,10 +3,14 @@ package api
 import (
 	"context"
 	"errors"
+	"fmt"
 	"maps"
 	"net/http"
 	"strings"
 	"testing"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -112,12 +116,16 @@ func TestExpandReplicaCountSalvage(t *testing.T) {
 
 // fakeSnapshots is an in-memory SnapshotOps for the handler tests.
 type fakeSnapshots struct {
-	snaps    map[string]*engineapi.Snapshot
-	reverted string
-	purged   bool
+	snaps     map[string]*engineapi.Snapshot
+	reverted  string
+	purged    bool
+	createErr error
 }
 
 func (f *fakeSnapshots) Create(_ context.Context, _ *longhorn.Volume, name string, labels map[string]string) (string, error) {
+	if f.createErr != nil {
+		return "", f.createErr
+	}
 	if name == "" {
 		name = "auto-1"
 	}
@@ -185,6 +193,27 @@ func TestSnapshotActions(t *testing.T) {
 	if st := e.do("POST", "/v1/volumes/att?action=snapshotDelete", SnapshotInput{}, &apiErr); st != 422 {
 		t.Errorf("delete without name = %d", st)
 	}
+	// A name in use is the client's mistake, not a server error: 409 with the reason.
+	if st := e.do("POST", "/v1/volumes/att?action=snapshotCreate", SnapshotInput{Name: "s1"}, &apiErr); st != 409 ||
+		!strings.Contains(apiErr.Message, `snapshot "s1" already exists`) {
+		t.Errorf("duplicate snapshot name = %d %+v", st, apiErr)
+	}
+	// The engine's refusals keep their meaning (a race past the check above).
+	for _, c := range []struct {
+		err  error
+		want int
+	}{
+		{status.Error(codes.FailedPrecondition, "precondition failed: snapshot already exists"), 409},
+		{status.Error(codes.AlreadyExists, "snapshot already exists"), 409},
+		{status.Error(codes.InvalidArgument, "bad name"), 400},
+		{errors.New("engine crashed"), 500},
+	} {
+		ops.createErr = fmt.Errorf("10.0.0.1:8501: VolumeSnapshot: %w", c.err)
+		if st := e.do("POST", "/v1/volumes/att?action=snapshotCreate", SnapshotInput{Name: "s9"}, &apiErr); st != c.want {
+			t.Errorf("engine error %v = %d, want %d", c.err, st, c.want)
+		}
+	}
+	ops.createErr = nil
 	noOps := newFakeEnv(t, Options{}, testVolume("att", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy))
 	if st := noOps.do("POST", "/v1/volumes/att?action=snapshotList", nil, &apiErr); st != http.StatusServiceUnavailable {
 		t.Errorf("no snapshot ops = %d", st)
@@ -227,14 +256,32 @@ func TestNodes(t *testing.T) {
 	}
 	var apiErr Error
 	bad := []string{"a b"}
-	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &bad}, &apiErr); st != 422 {
-		t.Errorf("bad tag = %d", st)
+	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &bad}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "qualified name") {
+		t.Errorf("bad tag = %d %+v", st, apiErr)
+	}
+	// Tags are Kubernetes qualified names, prefix/name included (Longhorn's util.ValidateTags).
+	qualified := []string{"example.com/fast", "zone_a.1"}
+	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &qualified}, &n); st != 200 || strings.Join(n.Tags, ",") != "example.com/fast,zone_a.1" {
+		t.Errorf("qualified-name tags = %d %+v", st, n.Tags)
 	}
 	eventually(t, "node update cached", func() bool {
 		nd, err := e.ds.GetNodeRO(t.Context(), "n1")
 		return err == nil && !nd.Spec.AllowScheduling
 	})
+	// Removing a disk that still allows scheduling is refused with Longhorn's text.
 	disks := DiskUpdateInput{Disks: map[string]longhorn.DiskSpec{"d2": {Path: "/mnt/d2", AllowScheduling: true, StorageReserved: 1 << 20}}}
+	if st := e.do("POST", "/v1/nodes/n1?action=diskUpdate", disks, &apiErr); st != 422 ||
+		!strings.Contains(apiErr.Message, "Please disable the disk /var/lib/longhorn and remove all replicas") {
+		t.Fatalf("removing an enabled disk = %d %+v", st, apiErr)
+	}
+	off := DiskUpdateInput{Disks: map[string]longhorn.DiskSpec{"default-disk": {Path: "/var/lib/longhorn", AllowScheduling: false}}}
+	if st := e.do("POST", "/v1/nodes/n1?action=diskUpdate", off, &n); st != 200 || n.Disks["default-disk"].AllowScheduling {
+		t.Fatalf("disabling the disk = %d %+v", st, n.Disks)
+	}
+	eventually(t, "disk disabled in cache", func() bool {
+		nd, err := e.ds.GetNodeRO(t.Context(), "n1")
+		return err == nil && !nd.Spec.Disks["default-disk"].AllowScheduling
+	})
 	n = Node{}
 	if st := e.do("POST", "/v1/nodes/n1?action=diskUpdate", disks, &n); st != 200 || len(n.Disks) != 1 ||
 		n.Disks["d2"].DiskType != longhorn.DiskTypeFilesystem || n.Disks["d2"].StorageReserved != 1<<20 {
@@ -268,20 +315,20 @@ func TestReplicaRemoveAndFieldUpdates(t *testing.T) {
 		t.Error("replica still exists")
 	}
 	var v Volume
-	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "strict-local"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "exactly 1 replica") {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", map[string]string{"dataLocality": "strict-local"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "exactly 1 replica") {
 		t.Errorf("strict-local with 3 replicas = %d %+v", st, apiErr)
 	}
-	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "nearby"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "best-effort") {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", map[string]string{"dataLocality": "nearby"}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "best-effort") {
 		t.Errorf("bad locality = %d %+v", st, apiErr)
 	}
-	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", UpdateDataLocalityInput{DataLocality: "best-effort"}, &v); st != 200 || v.DataLocality != "best-effort" {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateDataLocality", map[string]string{"dataLocality": "best-effort"}, &v); st != 200 || v.DataLocality != "best-effort" {
 		t.Errorf("updateDataLocality = %d %s", st, v.DataLocality)
 	}
 	eventually(t, "locality cached", func() bool {
 		vol, err := e.ds.GetVolumeRO(t.Context(), "vol")
 		return err == nil && vol.Spec.DataLocality == "best-effort"
 	})
-	if st := e.do("POST", "/v1/volumes/vol?action=updateReplicaAutoBalance", UpdateReplicaAutoBalanceInput{ReplicaAutoBalance: "least-effort"}, &v); st != 200 || v.ReplicaAutoBalance != "least-effort" {
+	if st := e.do("POST", "/v1/volumes/vol?action=updateReplicaAutoBalance", map[string]string{"replicaAutoBalance": "least-effort"}, &v); st != 200 || v.ReplicaAutoBalance != "least-effort" {
 		t.Errorf("updateReplicaAutoBalance = %d %s", st, v.ReplicaAutoBalance)
 	}
 }

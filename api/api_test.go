@@ -63,21 +63,26 @@ func TestSettings(t *testing.T) {
 		t.Fatalf("GET /v1/settings = %d, %d settings", st, len(list.Data))
 	}
 	var s Setting
+	var apiErr Error
 	if st := e.do("GET", "/v1/settings/default-replica-count", nil, &s); st != 200 || s.Value != `{"v1":"3","v2":"3"}` ||
 		s.Definition.Type != types.SettingTypeInt || s.Links["self"] != e.srv.URL+"/v1/settings/default-replica-count" {
 		t.Fatalf("GET default-replica-count = %d %+v", st, s)
 	}
-	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "2"}, &s); st != 200 || s.Value != "2" {
+	// A plain value of a per-data-engine setting is stored per engine, as Longhorn does.
+	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "2"}, &s); st != 200 || s.Value != `{"v1":"2","v2":"2"}` {
 		t.Fatalf("PUT default-replica-count=2 = %d %+v", st, s)
 	}
 	eventually(t, "setting in cache", func() bool {
 		v, err := e.ds.GetSettingValue(t.Context(), types.SettingNameDefaultReplicaCount)
-		return err == nil && v == "2"
+		return err == nil && v == `{"v1":"2","v2":"2"}`
 	})
-	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "3"}, &s); st != 200 || s.Value != "3" {
-		t.Fatalf("PUT again = %d %+v", st, s)
+	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: `{"v2":"10","v1":"5"}`}, &s); st != 200 || s.Value != `{"v1":"5","v2":"10"}` {
+		t.Fatalf("PUT per engine = %d %+v", st, s)
 	}
-	var apiErr Error
+	if st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: `{}`}, &apiErr); st != 422 ||
+		!strings.Contains(apiErr.Message, "failed to set the setting default-replica-count with invalid value {}") {
+		t.Errorf("PUT {} = %d %+v, want Longhorn's invalid value message", st, apiErr)
+	}
 	st := e.do("PUT", "/v1/settings/default-replica-count", SettingInput{Value: "21"}, &apiErr)
 	if st != http.StatusUnprocessableEntity || !strings.Contains(apiErr.Message, "at most 20") || !strings.Contains(apiErr.Message, "default-replica-count") {
 		t.Errorf("PUT 21 = %d %+v, want 422 naming the limit", st, apiErr)
@@ -125,7 +130,11 @@ func TestVolumeCreateListDelete(t *testing.T) {
 		{VolumeInput{Name: "Bad_Name", Size: "1Gi"}, "name:"},
 		{VolumeInput{Name: "v3", Size: "lots"}, "size:"},
 		{VolumeInput{Name: "v3", Size: "-5"}, "greater than 0"},
-		{VolumeInput{Name: "v3"}, "size: is required"},
+		{VolumeInput{Name: "v3"}, "size: must be set"},
+		{VolumeInput{Name: "v3", Size: "1.1"}, "not a whole number of bytes"},
+		// One name limit and one message (the webhook's), at every length.
+		{VolumeInput{Name: strings.Repeat("a", 41), Size: "1Gi"}, "is 41 characters; the limit is 40"},
+		{VolumeInput{Name: strings.Repeat("a", 64), Size: "1Gi"}, "is 64 characters; the limit is 40"},
 		{VolumeInput{Name: "v3", Size: "1Gi", NumberOfReplicas: 21}, "between 1 and 20"},
 	}
 	for _, c := range bad {
@@ -133,6 +142,10 @@ func TestVolumeCreateListDelete(t *testing.T) {
 		if st := e.do("POST", "/v1/volumes", c.in, &apiErr); st != 422 || !strings.Contains(apiErr.Message, c.want) {
 			t.Errorf("POST %+v = %d %+v, want 422 %q", c.in, st, apiErr, c.want)
 		}
+	}
+	var v15 Volume
+	if st := e.do("POST", "/v1/volumes", VolumeInput{Name: "v15", Size: "1.5Gi"}, &v15); st != 200 || v15.Size != "1610612736" {
+		t.Errorf("1.5Gi = %d size %q, want 200 and 1610612736", st, v15.Size)
 	}
 	var apiErr Error
 	if st := e.do("POST", "/v1/volumes", VolumeInput{Name: "vol1", Size: "1Gi"}, &apiErr); st != 409 {

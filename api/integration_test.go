@@ -67,8 +67,8 @@ func TestAgainstAPIServer(t *testing.T) {
 		t.Fatalf("attachment %+v", va.Spec)
 	}
 	eventually(t, "attachment in the volume resource", func() bool {
-		return e.do("GET", "/v1/volumes/itest", nil, &v) == 200 && v.VolumeAttachment != nil &&
-			v.VolumeAttachment.Attachments["longhorn-api-node-1"] != nil
+		return e.do("GET", "/v1/volumes/itest", nil, &v) == 200 &&
+			v.VolumeAttachment.Attachments["longhorn-api-node-1"].NodeID == "node-1"
 	})
 	if st := e.do("POST", "/v1/volumes/itest?action=detach", DetachInput{HostID: "node-1"}, &v); st != 200 {
 		t.Fatalf("detach = %d", st)

@@ -34,6 +34,7 @@ const (
 	CodeConflict         = "Conflict"
 	CodeForbidden        = "Forbidden"
 	CodeMethodNotAllowed = "MethodNotAllowed"
+	CodeNotSupported     = "NotSupported"
 	CodeServerError      = "ServerError"
 )
 
@@ -53,6 +54,15 @@ func newError(status int, code, format string, args ...any) error {
 // invalidInput is a 422 naming the field and what is wrong with it.
 func invalidInput(field, format string, args ...any) error {
 	return newError(http.StatusUnprocessableEntity, CodeInvalidInput, "%s: %s", field, fmt.Sprintf(format, args...))
+}
+
+// unknownAction is a 400 for an action name the resource does not have;
+// the message lists the ones it has.
+func unknownAction(kind, action string, known []string) error {
+	if action == "" {
+		return newError(http.StatusBadRequest, CodeInvalidAction, "%s: the action query parameter is required (?action=one of %s)", kind, strings.Join(known, ", "))
+	}
+	return newError(http.StatusBadRequest, CodeInvalidAction, "%s action %q is not one of %s", kind, action, strings.Join(known, ", "))
 }
 
 // invalidState is a 409 for an action the object's state does not allow.

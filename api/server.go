@@ -3,9 +3,12 @@ package api
 import (
 	"context"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/longhorn-go/longhorn/datastore"
 )
@@ -22,6 +25,16 @@ type Options struct {
 	// them with 503 and a message saying no engine client is configured.
 	// EngineSnapshots is the implementation the manager uses.
 	Snapshots SnapshotOps
+	// Kube is the Kubernetes clientset for the pvCreate and pvcCreate
+	// actions; nil answers them with 503.
+	Kube kubernetes.Interface
+	// Events is a started informer of the namespace's Kubernetes Events
+	// (NewEventInformer); it feeds /v1/events and /v1/ws/events. Nil serves
+	// an empty event list.
+	Events cache.SharedIndexInformer
+	// EngineImage is the default engine image (the manager's
+	// --engine-image); engine images with this image are "default".
+	EngineImage string
 	// Log receives one line per failed request (default: logrus standard).
 	Log logrus.FieldLogger
 	// Ready reports whether the manager is ready (caches synced, webhook
@@ -34,36 +47,33 @@ type Options struct {
 
 // Server serves the REST API from a started, synced DataStore.
 type Server struct {
-	ds   *datastore.DataStore
-	opts Options
+	ds      *datastore.DataStore
+	opts    Options
+	mux     *http.ServeMux
+	streams map[string]*hub
 }
 
 // NewRouter returns the /v1 API handler over ds (which must be started and
-// synced by the caller, as the manager does before serving). Routes:
-//
-//	GET  /v1, /v1/schemas, /v1/schemas/{id}
-//	GET  /v1/settings, /v1/settings/{name}; PUT /v1/settings/{name} {value}
-//	GET  /v1/volumes, /v1/volumes/{name}; POST /v1/volumes; DELETE /v1/volumes/{name}
-//	POST /v1/volumes/{name}?action=attach|detach|salvage|expand|updateReplicaCount|snapshot...
-//	GET  /v1/nodes, /v1/nodes/{name}; PUT /v1/nodes/{name}; POST /v1/nodes/{name}?action=diskUpdate
-//	GET  /v1/engineimages[/{name}], /v1/instancemanagers[/{name}], /v1/volumeattachments[/{name}]
-//	GET  /v1/ws/{resource}, /v1/ws/{period}/{resource} (WebSocket streams)
-//	GET  /v1/healthz (liveness), /v1/readyz (readiness, see Options.Ready)
+// synced by the caller, as the manager does before serving). The routes are
+// Longhorn's (api/router.go); routes.go lists them. Every answer is JSON:
+// resources, collections, or a gdapi error object (unknown paths 404,
+// known paths with another method 405).
 func NewRouter(ds *datastore.DataStore, opts Options) http.Handler {
 	if opts.Log == nil {
 		opts.Log = logrus.StandardLogger()
 	}
-	s := &Server{ds: ds, opts: opts}
-	mux := http.NewServeMux()
-	s.routes(mux)
-	return s.gate(mux)
+	s := &Server{ds: ds, opts: opts, mux: http.NewServeMux()}
+	s.streams = s.newHubs()
+	s.routes()
+	return s.gate(http.HandlerFunc(s.dispatch))
 }
 
 // ready reports Options.Ready (true when unset).
 func (s *Server) ready() bool { return s.opts.Ready == nil || s.opts.Ready() }
 
 // gate serves /v1/healthz and /v1/readyz itself and holds every other
-// request with a 503 until the manager is ready.
+// request with a 503 until the manager is ready. It sets the X-API-Schemas
+// header (gdapi clients bootstrap from it) on every answer.
 func (s *Server) gate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
@@ -78,10 +88,59 @@ func (s *Server) gate(next http.Handler) http.Handler {
 		case !s.ready():
 			writeError(w, newError(http.StatusServiceUnavailable, CodeServerError, "the manager is starting; try again shortly"))
 		default:
+			w.Header().Set("X-API-Schemas", urls{base: baseURL(r)}.collection("schemas"))
 			next.ServeHTTP(w, r)
 		}
 	})
 }
+
+// dispatch routes a request through the mux. A trailing slash is ignored
+// (Longhorn's router is strict-slash). A path no route has answers a gdapi
+// 404; a path whose routes take other methods a gdapi 405 with Allow.
+func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
+	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
+		r2 := r.Clone(r.Context())
+		r2.URL.Path = strings.TrimRight(p, "/")
+		if r2.URL.Path == "" {
+			r2.URL.Path = "/"
+		}
+		r2.URL.RawPath = ""
+		r = r2
+	}
+	if _, pattern := s.mux.Handler(r); pattern == "" {
+		s.noRoute(w, r)
+		return
+	}
+	s.mux.ServeHTTP(w, r)
+}
+
+// noRoute answers a request no route takes: 405 when the mux knows the path
+// with other methods (it sets Allow), else 404.
+func (s *Server) noRoute(w http.ResponseWriter, r *http.Request) {
+	h, _ := s.mux.Handler(r)
+	probe := &statusProbe{header: http.Header{}}
+	h.ServeHTTP(probe, r)
+	if probe.status == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", probe.header.Get("Allow"))
+		writeError(w, newError(http.StatusMethodNotAllowed, CodeMethodNotAllowed,
+			"%s is not allowed on %s (allowed: %s)", r.Method, r.URL.Path, probe.header.Get("Allow")))
+		return
+	}
+	writeError(w, newError(http.StatusNotFound, CodeNotFound, "%s %s: no such resource or collection", r.Method, r.URL.Path))
+}
+
+// statusProbe records the status and headers the mux's own not-found or
+// method-not-allowed handler would send, and drops the plain-text body.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header { return p.header }
+
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+
+func (p *statusProbe) WriteHeader(status int) { p.status = status }
 
 // handlerFunc is an API handler: it returns the status and body to send,
 // or an error mapped by toAPIError.
@@ -92,7 +151,7 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		ctx, cancel := context.WithTimeout(r.Context(), requestTimeout)
 		defer cancel()
-		status, body, err := h(ctx, r, urls{base: baseURL(r)})
+		status, body, err := h(ctx, r, urls{base: baseURL(r), path: r.URL.Path})
 		if err != nil {
 			e := toAPIError(err)
 			if e.Status >= 500 {
@@ -107,47 +166,4 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 		}
 		writeJSON(w, status, body)
 	}
-}
-
-func (s *Server) routes(mux *http.ServeMux) {
-	mux.HandleFunc("GET /v1", s.handle(s.root))
-	mux.HandleFunc("GET /v1/{$}", s.handle(s.root))
-	mux.HandleFunc("GET /v1/schemas", s.handle(s.listSchemas))
-	mux.HandleFunc("GET /v1/schemas/{id}", s.handle(s.getSchema))
-
-	mux.HandleFunc("GET /v1/settings", s.handle(s.listSettings))
-	mux.HandleFunc("GET /v1/settings/{name}", s.handle(s.getSetting))
-	mux.HandleFunc("PUT /v1/settings/{name}", s.handle(s.updateSetting))
-
-	mux.HandleFunc("GET /v1/volumes", s.handle(s.listVolumes))
-	mux.HandleFunc("POST /v1/volumes", s.handle(s.createVolume))
-	mux.HandleFunc("GET /v1/volumes/{name}", s.handle(s.getVolume))
-	mux.HandleFunc("DELETE /v1/volumes/{name}", s.handle(s.deleteVolume))
-	mux.HandleFunc("POST /v1/volumes/{name}", s.handle(s.volumeAction))
-
-	mux.HandleFunc("GET /v1/nodes", s.handle(s.listNodes))
-	mux.HandleFunc("GET /v1/nodes/{name}", s.handle(s.getNode))
-	mux.HandleFunc("PUT /v1/nodes/{name}", s.handle(s.updateNode))
-	mux.HandleFunc("POST /v1/nodes/{name}", s.handle(s.nodeAction))
-
-	mux.HandleFunc("GET /v1/engineimages", s.handle(s.listEngineImages))
-	mux.HandleFunc("GET /v1/engineimages/{name}", s.handle(s.getEngineImage))
-	mux.HandleFunc("GET /v1/instancemanagers", s.handle(s.listInstanceManagers))
-	mux.HandleFunc("GET /v1/instancemanagers/{name}", s.handle(s.getInstanceManager))
-	mux.HandleFunc("GET /v1/volumeattachments", s.handle(s.listVolumeAttachments))
-	mux.HandleFunc("GET /v1/volumeattachments/{name}", s.handle(s.getVolumeAttachment))
-
-	mux.HandleFunc("GET /v1/ws/{resource}", s.serveStream)
-	mux.HandleFunc("GET /v1/ws/{period}/{resource}", s.serveStream)
-}
-
-// root answers GET /v1 with the links to every collection (gdapi API root).
-func (s *Server) root(_ context.Context, _ *http.Request, u urls) (int, any, error) {
-	links := map[string]string{"self": u.base + "/v1", "schemas": u.collection("schemas")}
-	for _, sc := range schemas() {
-		if sc.coll != "" {
-			links[sc.coll] = u.collection(sc.coll)
-		}
-	}
-	return http.StatusOK, map[string]any{"id": "v1", "type": "apiVersion", "links": links, "actions": map[string]string{}}, nil
 }

@@ -9,10 +9,26 @@ import (
 	"sort"
 	"strconv"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
+
+// The engine snapshot actions of an attached volume (Longhorn's
+// snapshot* actions, forwarded to the volume's engine).
+func init() {
+	snapIn := ActionDef{Input: "snapshotInput", Output: "snapshot"}
+	volumeActionTable[ActionSnapshotCreate] = volumeAction{(*Server).snapshotCreate, snapIn, SnapshotInput{}}
+	volumeActionTable[ActionSnapshotGet] = volumeAction{(*Server).snapshotGet, snapIn, SnapshotInput{}}
+	volumeActionTable[ActionSnapshotList] = volumeAction{(*Server).snapshotList, ActionDef{Output: "snapshotListOutput"}, nil}
+	volumeActionTable[ActionSnapshotDelete] = volumeAction{(*Server).snapshotDelete, in("snapshotInput"), SnapshotInput{}}
+	volumeActionTable[ActionSnapshotRevert] = volumeAction{(*Server).snapshotRevert, in("snapshotInput"), SnapshotInput{}}
+	volumeActionTable[ActionSnapshotPurge] = volumeAction{(*Server).snapshotPurge, ActionDef{Output: "volume"}, nil}
+	volumeActionTable["snapshotBackup"] = volumeAction{nil, in("snapshotInput"), nil}
+}
 
 // SnapshotOps runs the snapshot operations of an attached volume. The
 // manager uses EngineSnapshots (the volume's engine through its instance
@@ -111,7 +127,11 @@ func (e EngineSnapshots) Purge(ctx context.Context, v *longhorn.Volume) error {
 	return c.SnapshotPurge(ctx, true)
 }
 
-// Snapshot is a snapshot resource (Longhorn's Snapshot model).
+// engineHeadName is the volume head's entry in a snapshot list.
+const engineHeadName = "volume-head"
+
+// Snapshot is a snapshot resource (Longhorn's Snapshot model: the
+// engine's snapshot info and the checksum of its Snapshot object).
 type Snapshot struct {
 	Resource
 	Name        string            `json:"name"`
@@ -122,6 +142,7 @@ type Snapshot struct {
 	Created     string            `json:"created"`
 	Size        string            `json:"size"`
 	Labels      map[string]string `json:"labels"`
+	Checksum    string            `json:"checksum"`
 }
 
 func snapshotResource(s *engineapi.Snapshot) Snapshot {
@@ -151,12 +172,30 @@ func (s *Server) snapshots() (SnapshotOps, error) {
 	return s.opts.Snapshots, nil
 }
 
-// snapshotErr maps ErrNoEngine to 409.
+// snapshotErr maps ErrNoEngine and the engine's refusals to client errors:
+// a refused precondition or a name in use is 409, a malformed request 400, a
+// missing snapshot 404; anything else stays a server error.
 func snapshotErr(err error) error {
-	if errors.Is(err, ErrNoEngine) {
+	switch {
+	case errors.Is(err, ErrNoEngine):
 		return invalidState("%v", err)
+	case engineapi.Code(err) == codes.FailedPrecondition, engineapi.IsAlreadyExists(err):
+		return newError(http.StatusConflict, CodeInvalidState, "%s", engineMessage(err))
+	case engineapi.IsInvalidArgument(err):
+		return newError(http.StatusBadRequest, CodeInvalidInput, "%s", engineMessage(err))
+	case engineapi.IsNotFound(err):
+		return newError(http.StatusNotFound, CodeNotFound, "%s", engineMessage(err))
 	}
 	return err
+}
+
+// engineMessage is the engine's own message of a gRPC error.
+func engineMessage(err error) string {
+	var se interface{ GRPCStatus() *status.Status }
+	if errors.As(err, &se) {
+		return se.GRPCStatus().Message()
+	}
+	return err.Error()
 }
 
 func (s *Server) snapshotInput(r *http.Request, nameRequired bool) (SnapshotInput, SnapshotOps, error) {
@@ -175,6 +214,15 @@ func (s *Server) snapshotCreate(ctx context.Context, r *http.Request, _ urls, v 
 	in, ops, err := s.snapshotInput(r, false)
 	if err != nil {
 		return 0, nil, err
+	}
+	if in.Name != "" {
+		snaps, err := ops.List(ctx, v)
+		if err != nil {
+			return 0, nil, snapshotErr(err)
+		}
+		if _, taken := snaps[in.Name]; taken || in.Name == engineHeadName {
+			return 0, nil, newError(http.StatusConflict, CodeInvalidState, "snapshot %q already exists on volume %s: pick another name", in.Name, v.Name)
+		}
 	}
 	name, err := ops.Create(ctx, v, in.Name, in.Labels)
 	if err != nil {

@@ -2,37 +2,52 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/validation"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
+	"github.com/longhorn-go/longhorn/webhook"
 )
 
 // volumeResource assembles the resource of v from the caches.
 func (s *Server) volumeResource(ctx context.Context, u urls, v *longhorn.Volume) (Volume, error) {
-	engines, err := s.ds.ListEnginesByVolumeRO(ctx, v.Name)
-	if err != nil {
+	o := volumeObjects{vol: v}
+	var err error
+	if o.engines, err = s.ds.ListEnginesByVolumeRO(ctx, v.Name); err != nil {
 		return Volume{}, err
 	}
-	replicas, err := s.ds.ListReplicasByVolumeRO(ctx, v.Name)
-	if err != nil {
+	if o.replicas, err = s.ds.ListReplicasByVolumeRO(ctx, v.Name); err != nil {
 		return Volume{}, err
 	}
-	va, err := s.ds.GetVolumeAttachmentRO(ctx, v.Name)
+	o.va, err = s.ds.GetVolumeAttachmentRO(ctx, v.Name)
 	if err != nil && !apierrors.IsNotFound(err) {
 		return Volume{}, err
 	}
 	if apierrors.IsNotFound(err) {
-		va = nil
+		o.va = nil
 	}
-	return u.volume(v, engines, replicas, va), nil
+	o.backupBlockSize = s.defaultBackupBlockSize(ctx)
+	return u.volume(o), nil
+}
+
+// defaultBackupBlockSize is the setting default-backup-block-size (MiB) in
+// bytes; 2 MiB when it cannot be read.
+func (s *Server) defaultBackupBlockSize(ctx context.Context) int64 {
+	v, err := s.ds.GetSettingValue(ctx, types.SettingNameDefaultBackupBlockSize)
+	if err != nil {
+		return 2 << 20
+	}
+	mib, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	if err != nil || mib <= 0 {
+		return 2 << 20
+	}
+	return mib << 20
 }
 
 func (s *Server) listVolumes(ctx context.Context, _ *http.Request, u urls) (int, any, error) {
@@ -48,8 +63,7 @@ func (s *Server) listVolumes(ctx context.Context, _ *http.Request, u urls) (int,
 		}
 		out = append(out, res)
 	}
-	sortByID(out, func(v Volume) string { return v.ID })
-	return http.StatusOK, u.newCollection("volume", "volumes", out), nil
+	return http.StatusOK, u.newCollection("volume", "volumes", sortResources(out)), nil
 }
 
 func (s *Server) getVolume(ctx context.Context, r *http.Request, u urls) (int, any, error) {
@@ -61,32 +75,48 @@ func (s *Server) getVolume(ctx context.Context, r *http.Request, u urls) (int, a
 	return http.StatusOK, res, err
 }
 
+// RecurringJobRef selects a recurring job or a group of them for a volume
+// (Longhorn's VolumeRecurringJob: name, isGroup).
+type RecurringJobRef struct {
+	Name    string `json:"name"`
+	IsGroup bool   `json:"isGroup"`
+}
+
 // VolumeInput is the body of POST /v1/volumes (Longhorn's Volume fields a
 // client may set on create). size is bytes or a Kubernetes quantity
 // ("1073741824", "1Gi").
 type VolumeInput struct {
-	Name                      string                             `json:"name"`
-	Size                      string                             `json:"size"`
-	NumberOfReplicas          int                                `json:"numberOfReplicas"`
-	Frontend                  longhorn.VolumeFrontend            `json:"frontend"`
-	FromBackup                string                             `json:"fromBackup"`
-	DataSource                longhorn.VolumeDataSource          `json:"dataSource"`
-	DataLocality              longhorn.DataLocality              `json:"dataLocality"`
-	AccessMode                longhorn.AccessMode                `json:"accessMode"`
-	Migratable                bool                               `json:"migratable"`
-	Encrypted                 bool                               `json:"encrypted"`
-	StaleReplicaTimeout       int                                `json:"staleReplicaTimeout"`
-	DiskSelector              []string                           `json:"diskSelector"`
-	NodeSelector              []string                           `json:"nodeSelector"`
-	BackingImage              string                             `json:"backingImage"`
-	DataEngine                longhorn.DataEngineType            `json:"dataEngine"`
-	RevisionCounterDisabled   bool                               `json:"revisionCounterDisabled"`
-	SnapshotDataIntegrity     longhorn.SnapshotDataIntegrity     `json:"snapshotDataIntegrity"`
-	BackupCompressionMethod   longhorn.BackupCompressionMethod   `json:"backupCompressionMethod"`
-	ReplicaAutoBalance        longhorn.ReplicaAutoBalance        `json:"replicaAutoBalance"`
-	UnmapMarkSnapChainRemoved longhorn.UnmapMarkSnapChainRemoved `json:"unmapMarkSnapChainRemoved"`
-	BackupTargetName          string                             `json:"backupTargetName"`
-	Standby                   bool                               `json:"standby"`
+	Name                        string                                 `json:"name"`
+	Size                        string                                 `json:"size"`
+	NumberOfReplicas            int                                    `json:"numberOfReplicas"`
+	Frontend                    longhorn.VolumeFrontend                `json:"frontend"`
+	FromBackup                  string                                 `json:"fromBackup"`
+	DataSource                  longhorn.VolumeDataSource              `json:"dataSource"`
+	DataLocality                longhorn.DataLocality                  `json:"dataLocality"`
+	AccessMode                  longhorn.AccessMode                    `json:"accessMode"`
+	Migratable                  bool                                   `json:"migratable"`
+	Encrypted                   bool                                   `json:"encrypted"`
+	StaleReplicaTimeout         int                                    `json:"staleReplicaTimeout"`
+	DiskSelector                []string                               `json:"diskSelector"`
+	NodeSelector                []string                               `json:"nodeSelector"`
+	RecurringJobSelector        []RecurringJobRef                      `json:"recurringJobSelector"`
+	BackingImage                string                                 `json:"backingImage"`
+	DataEngine                  longhorn.DataEngineType                `json:"dataEngine"`
+	RevisionCounterDisabled     bool                                   `json:"revisionCounterDisabled"`
+	SnapshotDataIntegrity       longhorn.SnapshotDataIntegrity         `json:"snapshotDataIntegrity"`
+	SnapshotMaxCount            int                                    `json:"snapshotMaxCount"`
+	SnapshotMaxSize             string                                 `json:"snapshotMaxSize"`
+	BackupCompressionMethod     longhorn.BackupCompressionMethod       `json:"backupCompressionMethod"`
+	BackupBlockSize             string                                 `json:"backupBlockSize"`
+	ReplicaAutoBalance          longhorn.ReplicaAutoBalance            `json:"replicaAutoBalance"`
+	ReplicaSoftAntiAffinity     longhorn.ReplicaSoftAntiAffinity       `json:"replicaSoftAntiAffinity"`
+	ReplicaZoneSoftAntiAffinity longhorn.ReplicaZoneSoftAntiAffinity   `json:"replicaZoneSoftAntiAffinity"`
+	ReplicaDiskSoftAntiAffinity longhorn.ReplicaDiskSoftAntiAffinity   `json:"replicaDiskSoftAntiAffinity"`
+	UnmapMarkSnapChainRemoved   longhorn.UnmapMarkSnapChainRemoved     `json:"unmapMarkSnapChainRemoved"`
+	FreezeFilesystemForSnapshot longhorn.FreezeFilesystemForSnapshot   `json:"freezeFilesystemForSnapshot"`
+	RestoreVolumeRecurringJob   longhorn.RestoreVolumeRecurringJobType `json:"restoreVolumeRecurringJob"`
+	BackupTargetName            string                                 `json:"backupTargetName"`
+	Standby                     bool                                   `json:"standby"`
 }
 
 // Volume defaults the API applies on create when a field is empty, as
@@ -95,50 +125,108 @@ type VolumeInput struct {
 // locality from the settings).
 const defaultStaleReplicaTimeout = 2880
 
-// ParseSize parses a volume size: decimal bytes or a Kubernetes quantity.
-// Errors name the field and are 422.
+// ParseSize parses a volume size: decimal bytes or a Kubernetes quantity
+// ("1Gi", "1.5Gi"), by the webhook's rule (webhook.ParseSize). Errors name
+// the field and are 422.
 func ParseSize(field, s string) (int64, error) {
-	s = strings.TrimSpace(s)
-	if s == "" {
-		return 0, invalidInput(field, "is required (bytes, or a quantity such as 1Gi)")
+	n, err := webhook.ParseSize(field, strings.TrimSpace(s))
+	return n, fieldErr(err)
+}
+
+// fieldErr turns the webhook's *FieldError into a 422 naming the field.
+func fieldErr(err error) error {
+	var fe *webhook.FieldError
+	if errors.As(err, &fe) {
+		return invalidInput(fe.Field, "%s", fe.Msg)
 	}
-	if n, err := strconv.ParseInt(s, 10, 64); err == nil {
-		if n <= 0 {
-			return 0, invalidInput(field, "must be greater than 0 bytes, got %d", n)
-		}
-		return n, nil
-	}
-	q, err := resource.ParseQuantity(s)
-	if err != nil {
-		return 0, invalidInput(field, "%q is neither bytes nor a quantity such as 1Gi", s)
-	}
-	n, ok := q.AsInt64()
-	if !ok || n <= 0 {
-		return 0, invalidInput(field, "%q must be a whole number of bytes greater than 0", s)
-	}
-	return n, nil
+	return err
 }
 
 // volumeFromInput validates in and builds the Volume to create.
 func (s *Server) volumeFromInput(ctx context.Context, in VolumeInput) (*longhorn.Volume, error) {
-	if errs := validation.IsDNS1123Label(in.Name); len(errs) > 0 {
-		return nil, invalidInput("name", "%q is not a valid volume name: %s", in.Name, strings.Join(errs, "; "))
+	// The webhook's rule and message, so REST, kubectl and the UI agree.
+	if err := webhook.ValidateName("name", in.Name); err != nil {
+		return nil, fieldErr(err)
+	}
+	if err := refuseMissingFeatures(in); err != nil {
+		return nil, err
 	}
 	size, err := ParseSize("size", in.Size)
 	if err != nil {
 		return nil, err
 	}
-	v := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: in.Name}, Spec: longhorn.VolumeSpec{
+	maxSize, blockSize, err := createSizes(in)
+	if err != nil {
+		return nil, err
+	}
+	labels, err := recurringJobLabels(in.RecurringJobSelector)
+	if err != nil {
+		return nil, err
+	}
+	v := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: labels}, Spec: longhorn.VolumeSpec{
 		Size: size, NumberOfReplicas: in.NumberOfReplicas, Frontend: in.Frontend, FromBackup: in.FromBackup,
 		DataSource: in.DataSource, DataLocality: in.DataLocality, AccessMode: in.AccessMode,
 		Migratable: in.Migratable, Encrypted: in.Encrypted, StaleReplicaTimeout: in.StaleReplicaTimeout,
 		DiskSelector: in.DiskSelector, NodeSelector: in.NodeSelector, BackingImage: in.BackingImage,
 		DataEngine: in.DataEngine, RevisionCounterDisabled: in.RevisionCounterDisabled,
-		SnapshotDataIntegrity: in.SnapshotDataIntegrity, BackupCompressionMethod: in.BackupCompressionMethod,
-		ReplicaAutoBalance: in.ReplicaAutoBalance, UnmapMarkSnapChainRemoved: in.UnmapMarkSnapChainRemoved,
-		BackupTargetName: in.BackupTargetName, Standby: in.Standby,
+		SnapshotDataIntegrity: in.SnapshotDataIntegrity, SnapshotMaxCount: in.SnapshotMaxCount, SnapshotMaxSize: maxSize,
+		BackupCompressionMethod: in.BackupCompressionMethod, BackupBlockSize: blockSize,
+		ReplicaAutoBalance: in.ReplicaAutoBalance, ReplicaSoftAntiAffinity: in.ReplicaSoftAntiAffinity,
+		ReplicaZoneSoftAntiAffinity: in.ReplicaZoneSoftAntiAffinity, ReplicaDiskSoftAntiAffinity: in.ReplicaDiskSoftAntiAffinity,
+		UnmapMarkSnapChainRemoved: in.UnmapMarkSnapChainRemoved, FreezeFilesystemForSnapshot: in.FreezeFilesystemForSnapshot,
+		RestoreVolumeRecurringJob: in.RestoreVolumeRecurringJob, BackupTargetName: in.BackupTargetName, Standby: in.Standby,
 	}}
 	return v, s.applyVolumeDefaults(ctx, v)
+}
+
+// createSizes parses the optional snapshotMaxSize (bytes or quantity, "" or
+// "0" for no limit) and backupBlockSize (2097152 or 16777216 bytes, "" or
+// "0" for the setting).
+func createSizes(in VolumeInput) (maxSize, blockSize int64, err error) {
+	if v := strings.TrimSpace(in.SnapshotMaxSize); v != "" && v != "0" {
+		if maxSize, err = ParseSize("snapshotMaxSize", v); err != nil {
+			return 0, 0, err
+		}
+	}
+	if v := strings.TrimSpace(in.BackupBlockSize); v != "" && v != "0" {
+		if blockSize, err = ParseSize("backupBlockSize", v); err != nil {
+			return 0, 0, err
+		}
+		if blockSize != longhorn.BackupBlockSize2Mi && blockSize != longhorn.BackupBlockSize16Mi {
+			return 0, 0, invalidInput("backupBlockSize", "must be 2097152 (2Mi) or 16777216 (16Mi) bytes, got %d", blockSize)
+		}
+	}
+	return maxSize, blockSize, nil
+}
+
+// refuseMissingFeatures answers 501 for create fields whose feature this
+// product lacks, naming the field.
+func refuseMissingFeatures(in VolumeInput) error {
+	refusals := []struct {
+		set   bool
+		field string
+		what  string
+	}{
+		{in.FromBackup != "", "fromBackup", "restoring a volume from a backup"},
+		{in.Standby, "standby", "standby (disaster recovery) volumes"},
+		{in.DataSource != "", "dataSource", "cloning a volume from a volume or snapshot (dataSource)"},
+		{in.BackingImage != "", "backingImage", "backing images"},
+		{in.Encrypted, "encrypted", "encrypted volumes"},
+		{in.AccessMode == longhorn.AccessModeReadWriteMany || in.Migratable, "accessMode", "ReadWriteMany and migratable volumes (share manager)"},
+		{in.DataEngine == longhorn.DataEngineTypeV2, "dataEngine", "the v2 data engine"},
+		{in.Frontend == longhorn.VolumeFrontendNvmf || in.Frontend == longhorn.VolumeFrontendUblk, "frontend", "the nvmf and ublk frontends (v2 data engine)"},
+		{in.UnmapMarkSnapChainRemoved == longhorn.UnmapMarkSnapChainRemovedEnabled, "unmapMarkSnapChainRemoved", "marking the snapshot chain removed on unmap"},
+		{in.SnapshotDataIntegrity == longhorn.SnapshotDataIntegrityEnabled || in.SnapshotDataIntegrity == longhorn.SnapshotDataIntegrityFastCheck,
+			"snapshotDataIntegrity", "snapshot data integrity checking"},
+		{in.FreezeFilesystemForSnapshot == longhorn.FreezeFilesystemForSnapshotEnabled, "freezeFilesystemForSnapshot", "freezing the filesystem for snapshots"},
+		{in.BackupTargetName != "" && in.BackupTargetName != "default", "backupTargetName", backupsMissing},
+	}
+	for _, r := range refusals {
+		if r.set {
+			return newError(http.StatusNotImplemented, CodeNotSupported, "%s: %s is not supported yet", r.field, r.what)
+		}
+	}
+	return nil
 }
 
 // applyVolumeDefaults fills empty fields from settings and Longhorn's
@@ -203,7 +291,7 @@ func (s *Server) createVolume(ctx context.Context, r *http.Request, u urls) (int
 	if v, err = s.ds.CreateVolume(ctx, v); err != nil {
 		return 0, nil, err
 	}
-	return http.StatusOK, u.volume(v, nil, nil, nil), nil
+	return http.StatusOK, u.volume(volumeObjects{vol: v, backupBlockSize: s.defaultBackupBlockSize(ctx)}), nil
 }
 
 func (s *Server) deleteVolume(ctx context.Context, r *http.Request, _ urls) (int, any, error) {

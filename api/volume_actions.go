@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"slices"
+	"sort"
 	"strconv"
 	"time"
 
@@ -18,37 +19,142 @@ import (
 // volumeActionFunc runs one action on the volume named in the path.
 type volumeActionFunc func(s *Server, ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error)
 
-var volumeActionTable = map[string]volumeActionFunc{
-	ActionAttach:             (*Server).attach,
-	ActionDetach:             (*Server).detach,
-	ActionSalvage:            (*Server).salvage,
-	ActionExpand:             (*Server).expand,
-	ActionUpdateReplicaCount: (*Server).updateReplicaCount,
-	ActionSnapshotCreate:     (*Server).snapshotCreate,
-	ActionSnapshotList:       (*Server).snapshotList,
-	ActionSnapshotGet:        (*Server).snapshotGet,
-	ActionSnapshotDelete:     (*Server).snapshotDelete,
-	ActionSnapshotRevert:     (*Server).snapshotRevert,
-	ActionSnapshotPurge:      (*Server).snapshotPurge,
+// volumeAction is one entry of the volume action table: the handler, the
+// schema's input and output names, and the input model for /v1/schemas.
+type volumeAction struct {
+	fn    volumeActionFunc
+	def   ActionDef
+	input any
+}
+
+// Volume action names (POST /v1/volumes/{name}?action=...), Longhorn's.
+const (
+	ActionAttach             = "attach"
+	ActionDetach             = "detach"
+	ActionSalvage            = "salvage"
+	ActionActivate           = "activate"
+	ActionExpand             = "expand"
+	ActionCancelExpansion    = "cancelExpansion"
+	ActionUpdateReplicaCount = "updateReplicaCount"
+	ActionSnapshotCreate     = "snapshotCreate"
+	ActionSnapshotList       = "snapshotList"
+	ActionSnapshotGet        = "snapshotGet"
+	ActionSnapshotDelete     = "snapshotDelete"
+	ActionSnapshotRevert     = "snapshotRevert"
+	ActionSnapshotPurge      = "snapshotPurge"
+)
+
+// volumeActionTable holds every volume action of Longhorn's router; the
+// other files of the package add theirs in init.
+var volumeActionTable = map[string]volumeAction{
+	ActionAttach:             {(*Server).attach, in("attachInput"), AttachInput{}},
+	ActionDetach:             {(*Server).detach, in("detachInput"), DetachInput{}},
+	ActionSalvage:            {(*Server).salvage, in("salvageInput"), SalvageInput{}},
+	ActionActivate:           {(*Server).activate, in("activateInput"), ActivateInput{}},
+	ActionExpand:             {(*Server).expand, in("expandInput"), ExpandInput{}},
+	ActionCancelExpansion:    {(*Server).cancelExpansion, ActionDef{Output: "volume"}, nil},
+	ActionUpdateReplicaCount: {(*Server).updateReplicaCount, in("UpdateReplicaCountInput"), UpdateReplicaCountInput{}},
+}
+
+// volumeActionNames lists the table's actions, sorted.
+func volumeActionNames() []string {
+	names := make([]string, 0, len(volumeActionTable))
+	for n := range volumeActionTable {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
 }
 
 // volumeAction dispatches POST /v1/volumes/{name}?action=X. An action the
-// volume's state does not offer (see volumeActions) is a 409 naming the state.
+// volume's state does not offer (see volumeActions) is a 409 naming the
+// state; an action whose feature is missing answers 501 in any state.
 func (s *Server) volumeAction(ctx context.Context, r *http.Request, u urls) (int, any, error) {
 	action := r.URL.Query().Get("action")
-	fn, ok := volumeActionTable[action]
+	a, ok := volumeActionTable[action]
 	if !ok {
-		return 0, nil, newError(http.StatusBadRequest, CodeInvalidAction, "volume action %q is not supported", action)
+		return 0, nil, unknownAction("volume", action, volumeActionNames())
 	}
 	v, err := s.ds.GetVolumeRO(ctx, r.PathValue("name"))
 	if err != nil {
 		return 0, nil, err
 	}
+	if why, missing := unsupportedVolumeActions[action]; missing {
+		return 0, nil, notSupported(why)
+	}
 	if !slices.Contains(volumeActions(v), action) {
 		return 0, nil, invalidState("volume %s is %s (robustness %s): action %s is not available",
 			v.Name, orUnknown(string(v.Status.State)), orUnknown(string(v.Status.Robustness)), action)
 	}
-	return fn(s, ctx, r, u, v)
+	return a.fn(s, ctx, r, u, v)
+}
+
+// unsupportedVolumeActions are Longhorn volume actions whose feature this
+// product does not have yet, with what is missing; they answer 501 and are
+// never advertised.
+var unsupportedVolumeActions = map[string]string{
+	"engineUpgrade":                 "live engine upgrade (one engine image is deployed)",
+	"offlineReplicaRebuilding":      "offline replica rebuilding",
+	"trimFilesystem":                "trimming the volume's filesystem",
+	"snapshotBackup":                backupsMissing,
+	"updateBackupTargetName":        backupsMissing,
+	"updateBackupCompressionMethod": backupsMissing,
+	"updateUblkQueueDepth":          "the ublk frontend (v2 data engine)",
+	"updateUblkNumberOfQueue":       "the ublk frontend (v2 data engine)",
+}
+
+// Actions advertised by state (Longhorn api/model.go toVolumeResource): the
+// updates any non-faulted detached or attached volume takes.
+var volumeUpdateActions = []string{
+	ActionUpdateReplicaCount, "updateDataLocality", "updateAccessMode", "updateReplicaAutoBalance",
+	"updateUnmapMarkSnapChainRemoved", "updateSnapshotDataIntegrity", "updateSnapshotMaxCount", "updateSnapshotMaxSize",
+	"updateReplicaRebuildingBandwidthLimit", "updateRebuildConcurrentSyncLimit", "updateBackupCompressionMethod",
+	"updateReplicaSoftAntiAffinity", "updateReplicaZoneSoftAntiAffinity", "updateReplicaDiskSoftAntiAffinity",
+	"updateFreezeFilesystemForSnapshot", "updateOfflineReplicaRebuilding",
+}
+
+var (
+	snapshotCRActions  = []string{"snapshotCRCreate", "snapshotCRGet", "snapshotCRList", "snapshotCRDelete"}
+	engineSnapActions  = []string{ActionSnapshotPurge, ActionSnapshotCreate, ActionSnapshotList, ActionSnapshotGet, ActionSnapshotDelete, ActionSnapshotRevert}
+	recurringActions   = []string{"recurringJobAdd", "recurringJobList", "recurringJobDelete"}
+	kubernetesActions  = []string{"pvCreate", "pvcCreate"}
+	replicaRemoveNames = []string{"replicaRemove"}
+)
+
+// volumeActions returns the actions valid for a volume in its state, as
+// Longhorn advertises them: attach and detach always; a faulted volume
+// only salvage; otherwise the snapshot CR actions, and by state: detached
+// and attached take expand, replicaRemove, the update actions and the
+// PV/PVC and recurring job actions, attached also the engine snapshot
+// actions, attaching only the recurring job actions. activate needs a
+// standby volume, cancelExpansion an expansion in progress; actions whose
+// feature is missing (unsupportedVolumeActions) are never listed.
+func volumeActions(v *longhorn.Volume) []string {
+	actions := []string{ActionAttach, ActionDetach}
+	if v.Status.Robustness == longhorn.VolumeRobustnessFaulted {
+		return append(actions, ActionSalvage)
+	}
+	actions = append(actions, snapshotCRActions...)
+	switch v.Status.State {
+	case longhorn.VolumeStateDetached, longhorn.VolumeStateAttached:
+		actions = append(actions, ActionExpand)
+		actions = append(actions, replicaRemoveNames...)
+		actions = append(actions, volumeUpdateActions...)
+		actions = append(actions, kubernetesActions...)
+		actions = append(actions, recurringActions...)
+		if v.Status.State == longhorn.VolumeStateAttached {
+			actions = append(actions, engineSnapActions...)
+		}
+	case longhorn.VolumeStateAttaching:
+		actions = append(actions, recurringActions...)
+	}
+	if v.Spec.Standby && v.Status.State != longhorn.VolumeStateAttaching {
+		actions = append(actions, ActionActivate)
+	}
+	if v.Status.ExpansionRequired {
+		actions = append(actions, ActionCancelExpansion)
+	}
+	return slices.DeleteFunc(actions, func(a string) bool { _, missing := unsupportedVolumeActions[a]; return missing })
 }
 
 func orUnknown(s string) string {
@@ -58,7 +164,7 @@ func orUnknown(s string) string {
 	return s
 }
 
-// updated re-reads the volume after a write and returns its resource.
+// volumeOK answers with the resource of v read from the caches.
 func (s *Server) volumeOK(ctx context.Context, u urls, v *longhorn.Volume) (int, any, error) {
 	res, err := s.volumeResource(ctx, u, v)
 	return http.StatusOK, res, err
@@ -212,6 +318,7 @@ type SalvageInput struct {
 
 // salvage clears the failure of the named replicas of a faulted volume so
 // the volume controller can start it from them (Longhorn's SalvageVolume).
+// Every name is checked before any replica is written.
 func (s *Server) salvage(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
 	var in SalvageInput
 	if err := decodeBody(r, &in); err != nil {
@@ -220,22 +327,57 @@ func (s *Server) salvage(ctx context.Context, r *http.Request, u urls, v *longho
 	if len(in.Names) == 0 {
 		return 0, nil, invalidInput("names", "is required: the replicas to salvage")
 	}
+	var failed []string
 	for _, name := range in.Names {
-		rep, err := s.ds.GetReplica(ctx, name)
+		rep, err := s.ds.GetReplicaRO(ctx, name)
 		if apierrors.IsNotFound(err) || (err == nil && rep.Spec.VolumeName != v.Name) {
 			return 0, nil, invalidInput("names", "%q is not a replica of volume %s", name, v.Name)
 		} else if err != nil {
 			return 0, nil, err
 		}
-		if rep.Spec.FailedAt == "" {
-			continue
+		if rep.Spec.FailedAt != "" {
+			failed = append(failed, name)
 		}
-		rep.Spec.FailedAt = ""
-		if _, err := s.ds.UpdateReplica(ctx, rep); err != nil {
+	}
+	for _, name := range failed {
+		err := retry.RetryOnConflict(writeBackoff, func() error {
+			rep, err := s.ds.GetReplica(ctx, name)
+			if err != nil || rep.Spec.FailedAt == "" {
+				return err
+			}
+			rep.Spec.FailedAt = ""
+			_, err = s.ds.UpdateReplica(ctx, rep)
+			return err
+		})
+		if err != nil {
 			return 0, nil, err
 		}
 	}
 	return s.volumeOK(ctx, u, v)
+}
+
+// ActivateInput is the body of the activate action (a standby volume
+// becomes a normal one with this frontend).
+type ActivateInput struct {
+	Frontend string `json:"frontend"`
+}
+
+func (s *Server) activate(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	var in ActivateInput
+	if err := decodeBody(r, &in); err != nil {
+		return 0, nil, err
+	}
+	if !v.Spec.Standby {
+		return 0, nil, invalidState("volume %s is not a standby volume; only standby (disaster recovery) volumes are activated", v.Name)
+	}
+	fe := longhorn.VolumeFrontend(in.Frontend)
+	if err := oneOf("frontend", fe, longhorn.VolumeFrontendBlockDev, longhorn.VolumeFrontendISCSI, longhorn.VolumeFrontendNBD); err != nil {
+		return 0, nil, err
+	}
+	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) error {
+		sp.Standby, sp.Frontend = false, fe
+		return nil
+	})
 }
 
 // ExpandInput is the body of the expand action.
@@ -255,7 +397,26 @@ func (s *Server) expand(ctx context.Context, r *http.Request, u urls, v *longhor
 	if size <= v.Spec.Size {
 		return 0, nil, invalidInput("size", "must be larger than the current size %d bytes, got %d", v.Spec.Size, size)
 	}
-	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) { sp.Size = size })
+	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) error { sp.Size = size; return nil })
+}
+
+// cancelExpansion gives up an expansion the engine has not started: the
+// volume's size goes back to the engine's current size (Longhorn's
+// CancelExpansion). 409 while the engine is expanding.
+func (s *Server) cancelExpansion(ctx context.Context, _ *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
+	engines, err := s.ds.ListEnginesByVolumeRO(ctx, v.Name)
+	if err != nil {
+		return 0, nil, err
+	}
+	e := activeEngine(v, engines)
+	if e == nil || e.Status.CurrentSize == 0 {
+		return 0, nil, invalidState("volume %s has no engine that reports its size; nothing to cancel", v.Name)
+	}
+	if e.Status.IsExpanding {
+		return 0, nil, invalidState("the engine of volume %s is expanding; the expansion cannot be cancelled now", v.Name)
+	}
+	size := e.Status.CurrentSize
+	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) error { sp.Size = size; return nil })
 }
 
 // UpdateReplicaCountInput is the body of the updateReplicaCount action.
@@ -274,19 +435,27 @@ func (s *Server) updateReplicaCount(ctx context.Context, r *http.Request, u urls
 	if v.Spec.DataLocality == longhorn.DataLocalityStrictLocal && in.ReplicaCount != 1 {
 		return 0, nil, invalidInput("replicaCount", "must be 1 for a strict-local volume, got %d", in.ReplicaCount)
 	}
-	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) { sp.NumberOfReplicas = in.ReplicaCount })
+	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) error { sp.NumberOfReplicas = in.ReplicaCount; return nil })
 }
 
 // updateVolumeSpec applies edit to a fresh copy of the volume and writes it,
-// retrying on conflicts.
-func (s *Server) updateVolumeSpec(ctx context.Context, u urls, name string, edit func(*longhorn.VolumeSpec)) (int, any, error) {
+// retrying on conflicts; an error from edit is returned and nothing is
+// written.
+func (s *Server) updateVolumeSpec(ctx context.Context, u urls, name string, edit func(*longhorn.VolumeSpec) error) (int, any, error) {
+	return s.updateVolume(ctx, u, name, func(v *longhorn.Volume) error { return edit(&v.Spec) })
+}
+
+// updateVolume is updateVolumeSpec for edits that also touch metadata.
+func (s *Server) updateVolume(ctx context.Context, u urls, name string, edit func(*longhorn.Volume) error) (int, any, error) {
 	var out *longhorn.Volume
 	err := retry.RetryOnConflict(writeBackoff, func() error {
 		v, err := s.ds.GetVolume(ctx, name)
 		if err != nil {
 			return err
 		}
-		edit(&v.Spec)
+		if err := edit(v); err != nil {
+			return err
+		}
 		out, err = s.ds.UpdateVolume(ctx, v)
 		return err
 	})

@@ -34,15 +34,17 @@ func New() *cli.App {
 		Version: meta.Version,
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "log-level", Value: "info", Usage: "panic|fatal|error|warn|info|debug|trace", EnvVars: []string{"LOG_LEVEL"}},
-			&cli.StringFlag{Name: "log-format", Value: "text", Usage: "text|json", EnvVars: []string{"LOG_FORMAT"}},
+			&cli.StringFlag{Name: "log-format", Value: "plain", Usage: "plain|json (text = plain)", EnvVars: []string{"LOG_FORMAT"}},
 		},
 		Before:   func(c *cli.Context) error { return setupLogging(c.String("log-level"), c.String("log-format")) },
 		Commands: cmds,
 	}
 }
 
-// setupLogging configures the global logrus logger. It returns an error naming
-// the flag when the level or format is unknown.
+// setupLogging configures the global logrus logger. Formats are Longhorn's
+// chart values (longhornManager.log.format: plain or json) plus text, the
+// same as plain; case does not matter. It returns an error naming the flag
+// when the level or format is unknown.
 func setupLogging(level, format string) error {
 	lvl, err := logrus.ParseLevel(level)
 	if err != nil {
@@ -50,12 +52,12 @@ func setupLogging(level, format string) error {
 	}
 	logrus.SetLevel(lvl)
 	switch strings.ToLower(format) {
-	case "text", "":
+	case "plain", "text", "":
 		logrus.SetFormatter(&logrus.TextFormatter{FullTimestamp: true})
 	case "json":
 		logrus.SetFormatter(&logrus.JSONFormatter{})
 	default:
-		return fmt.Errorf("--log-format %q: must be text or json", format)
+		return fmt.Errorf("--log-format %q: must be plain (or text) or json", format)
 	}
 	return nil
 }

@@ -15,6 +15,9 @@ func TestSetupLogging(t *testing.T) {
 	}{
 		{"info", "text", ""},
 		{"debug", "json", ""},
+		{"info", "plain", ""}, // Longhorn's chart default
+		{"info", "JSON", ""},
+		{"info", "", ""},
 		{"loud", "text", "--log-level"},
 		{"info", "xml", "--log-format"},
 	}
@@ -28,6 +31,33 @@ func TestSetupLogging(t *testing.T) {
 		}
 	}
 	t.Cleanup(func() { _ = setupLogging("info", "text") })
+	if err := setupLogging("info", "plain"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := logrus.StandardLogger().Formatter.(*logrus.TextFormatter); !ok {
+		t.Errorf("plain gives %T, want the text formatter", logrus.StandardLogger().Formatter)
+	}
+	if err := setupLogging("info", "json"); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := logrus.StandardLogger().Formatter.(*logrus.JSONFormatter); !ok {
+		t.Errorf("json gives %T", logrus.StandardLogger().Formatter)
+	}
+}
+
+// The manager exits on a bad LOG_FORMAT; Longhorn's chart default is plain.
+func TestLogFormatFromEnv(t *testing.T) {
+	for format, ok := range map[string]bool{"plain": true, "json": true, "text": true, "xml": false} {
+		t.Setenv("LOG_FORMAT", format)
+		var out bytes.Buffer
+		a := New()
+		a.Writer, a.ErrWriter = &out, &out
+		err := a.Run([]string{"longhorn"})
+		if ok != (err == nil) {
+			t.Errorf("LOG_FORMAT=%s: %v", format, err)
+		}
+	}
+	_ = setupLogging("info", "text")
 }
 
 func TestVersionFlag(t *testing.T) {

@@ -20,6 +20,7 @@ import (
 	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/replicasrv"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+	"github.com/longhorn-go/longhorn/engine/rpcmeta"
 )
 
 // `longhorn engine replica|controller|ctl`: the v1 data plane processes and
@@ -138,7 +139,7 @@ var engineControllerCmd = &cli.Command{
 		&cli.IntFlag{Name: "rebuild-sync-concurrent-limit", Value: 1, Usage: "rebuild concurrent sync limit (1..5)"},
 		&cli.IntFlag{Name: "file-sync-http-client-timeout", Value: 30, Usage: "seconds per rebuild transfer request"},
 		&cli.IntFlag{Name: "data-connections", Value: 2, Usage: "data connections per replica"},
-		&cli.StringFlag{Name: "engine-instance-name", Usage: "engine instance name (informational)"},
+		&cli.StringFlag{Name: "engine-instance-name", Usage: "engine instance name; calls naming another instance are refused"},
 	},
 	Action: runController,
 }
@@ -196,8 +197,11 @@ func runController(c *cli.Context) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.String("listen"), err)
 	}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.UnaryInterceptor(rpcmeta.IdentityInterceptor(opts.Name, c.String("engine-instance-name"), "controller")))
 	enginerpc.RegisterControllerServiceServer(gs, controller.NewServer(ctl))
+	enginerpc.RegisterControllerExtServiceServer(gs, controller.NewExtServer(ctl))
+	rpcmeta.RegisterHealth(gs)
+	rpcmeta.RegisterReflection(gs)
 	errc := make(chan error, 1)
 	go func() { errc <- gs.Serve(ln) }()
 	logrus.WithFields(logrus.Fields{"volume": opts.Name, "listen": ln.Addr().String()}).Info("engine: serving")

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/controller"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
@@ -53,7 +54,7 @@ var engineCtlCmd = &cli.Command{
 			{Name: "create", ArgsUsage: "[NAME]", Flags: []cli.Flag{
 				&cli.StringSliceFlag{Name: "label", Usage: "KEY=VALUE (repeatable)"},
 			}, Action: ctlAction(ctlSnapshotCreate)},
-			{Name: "ls", Usage: "list snapshots, newest first", Action: ctlAction(ctlSnapshotList)},
+			{Name: "ls", Usage: "list snapshots, newest first (not those marked removed)", Action: ctlAction(ctlSnapshotList)},
 			{Name: "info", Usage: "show every layer", Action: ctlAction(ctlSnapshotInfo)},
 			{Name: "rm", ArgsUsage: "NAME...", Usage: "mark snapshots removed (purge deletes them)", Action: ctlAction(ctlSnapshotRemove)},
 			{Name: "revert", ArgsUsage: "NAME", Usage: "revert to a snapshot (frontend must be down)", Action: ctlAction(ctlSnapshotRevert)},
@@ -66,11 +67,14 @@ var engineCtlCmd = &cli.Command{
 	},
 }
 
+var empty = &emptypb.Empty{}
+
 // ctlEnv is what a ctl subcommand runs with.
 type ctlEnv struct {
 	c    *cli.Context
 	ctx  context.Context
 	api  enginerpc.ControllerServiceClient
+	ext  enginerpc.ControllerExtServiceClient
 	out  io.Writer
 	json bool
 }
@@ -85,7 +89,8 @@ func ctlAction(fn func(e *ctlEnv) error) cli.ActionFunc {
 		defer conn.Close()
 		ctx, cancel := context.WithTimeout(c.Context, c.Duration("timeout"))
 		defer cancel()
-		return fn(&ctlEnv{c: c, ctx: ctx, api: enginerpc.NewControllerServiceClient(conn), out: c.App.Writer, json: c.Bool("json")})
+		return fn(&ctlEnv{c: c, ctx: ctx, api: enginerpc.NewControllerServiceClient(conn),
+			ext: enginerpc.NewControllerExtServiceClient(conn), out: c.App.Writer, json: c.Bool("json")})
 	}
 }
 
@@ -106,7 +111,7 @@ func (e *ctlEnv) arg(what string) (string, error) {
 }
 
 func ctlInfo(e *ctlEnv) error {
-	v, err := e.api.VolumeGet(e.ctx, &enginerpc.Empty{})
+	v, err := e.api.VolumeGet(e.ctx, empty)
 	if err != nil {
 		return err
 	}
@@ -126,7 +131,7 @@ func ctlInfo(e *ctlEnv) error {
 }
 
 func ctlListReplicas(e *ctlEnv) error {
-	l, err := e.api.ReplicaList(e.ctx, &enginerpc.Empty{})
+	l, err := e.api.ReplicaList(e.ctx, empty)
 	if err != nil {
 		return err
 	}
@@ -150,7 +155,7 @@ func ctlAddReplica(e *ctlEnv) error {
 	if err != nil {
 		return err
 	}
-	if _, err := e.api.ReplicaAdd(e.ctx, &enginerpc.ReplicaAddRequest{Address: addr,
+	if _, err := e.ext.ReplicaAdd(e.ctx, &enginerpc.ReplicaAddRequest{Address: addr,
 		InstanceName: e.c.String("replica-instance-name"), FastSync: e.c.Bool("fast-sync")}); err != nil {
 		return err
 	}
@@ -159,7 +164,7 @@ func ctlAddReplica(e *ctlEnv) error {
 		return nil
 	}
 	for {
-		st, err := e.api.ReplicaRebuildingStatus(e.ctx, &enginerpc.Empty{})
+		st, err := e.ext.ReplicaRebuildingStatus(e.ctx, empty)
 		if err != nil {
 			return err
 		}
@@ -202,7 +207,7 @@ func ctlRemoveReplica(e *ctlEnv) error {
 }
 
 func ctlRebuildStatus(e *ctlEnv) error {
-	st, err := e.api.ReplicaRebuildingStatus(e.ctx, &enginerpc.Empty{})
+	st, err := e.ext.ReplicaRebuildingStatus(e.ctx, empty)
 	if err != nil {
 		return err
 	}
@@ -236,7 +241,7 @@ func ctlExpand(e *ctlEnv) error {
 		return err
 	}
 	for e.c.Bool("wait") {
-		v, err := e.api.VolumeGet(e.ctx, &enginerpc.Empty{})
+		v, err := e.api.VolumeGet(e.ctx, empty)
 		if err != nil {
 			return err
 		}
@@ -267,7 +272,7 @@ func ctlFrontendStart(e *ctlEnv) error {
 }
 
 func ctlFrontendShutdown(e *ctlEnv) error {
-	_, err := e.api.VolumeFrontendShutdown(e.ctx, &enginerpc.Empty{})
+	_, err := e.api.VolumeFrontendShutdown(e.ctx, empty)
 	return err
 }
 
@@ -292,16 +297,20 @@ func ctlSnapshotCreate(e *ctlEnv) error {
 }
 
 // chainOrder lists snapshot names from the head's parent down to the oldest,
-// then any snapshots off that chain, sorted.
-func chainOrder(snaps map[string]*enginerpc.Snapshot) []string {
+// then any snapshots off that chain, sorted; with visible only, snapshots
+// marked removed are left out (Longhorn's `snapshot ls`, whose chain skips
+// removed disks; `snapshot info` shows them with removed: true).
+func chainOrder(snaps map[string]*enginerpc.Snapshot, visible bool) []string {
 	var out []string
 	seen := map[string]bool{}
 	for cur := snaps[controller.HeadName].GetParent(); cur != "" && !seen[cur]; cur = snaps[cur].GetParent() {
 		seen[cur] = true
-		out = append(out, cur)
+		if !visible || !snaps[cur].GetRemoved() {
+			out = append(out, cur)
+		}
 	}
 	for _, n := range sortedKeys(snaps) {
-		if !seen[n] && n != controller.HeadName {
+		if !seen[n] && n != controller.HeadName && (!visible || !snaps[n].GetRemoved()) {
 			out = append(out, n)
 		}
 	}
@@ -309,11 +318,11 @@ func chainOrder(snaps map[string]*enginerpc.Snapshot) []string {
 }
 
 func ctlSnapshotList(e *ctlEnv) error {
-	l, err := e.api.SnapshotList(e.ctx, &enginerpc.Empty{})
+	l, err := e.ext.SnapshotList(e.ctx, empty)
 	if err != nil {
 		return err
 	}
-	names := chainOrder(l.GetSnapshots())
+	names := chainOrder(l.GetSnapshots(), true)
 	if e.json {
 		b, err := json.MarshalIndent(names, "", "  ")
 		if err != nil {
@@ -330,7 +339,7 @@ func ctlSnapshotList(e *ctlEnv) error {
 }
 
 func ctlSnapshotInfo(e *ctlEnv) error {
-	l, err := e.api.SnapshotList(e.ctx, &enginerpc.Empty{})
+	l, err := e.ext.SnapshotList(e.ctx, empty)
 	if err != nil {
 		return err
 	}
@@ -339,7 +348,7 @@ func ctlSnapshotInfo(e *ctlEnv) error {
 	}
 	w := tabwriter.NewWriter(e.out, 0, 4, 2, ' ', 0)
 	fmt.Fprintln(w, "NAME\tPARENT\tCREATED\tSIZE\tUSER\tREMOVED\tLABELS")
-	for _, n := range append([]string{controller.HeadName}, chainOrder(l.GetSnapshots())...) {
+	for _, n := range append([]string{controller.HeadName}, chainOrder(l.GetSnapshots(), false)...) {
 		s := l.GetSnapshots()[n]
 		if s == nil {
 			continue
@@ -354,7 +363,7 @@ func ctlSnapshotRemove(e *ctlEnv) error {
 	if e.c.NArg() == 0 {
 		return fmt.Errorf("want one or more snapshot names")
 	}
-	_, err := e.api.SnapshotRemove(e.ctx, &enginerpc.SnapshotRemoveRequest{Names: e.c.Args().Slice()})
+	_, err := e.ext.SnapshotRemove(e.ctx, &enginerpc.SnapshotRemoveRequest{Names: e.c.Args().Slice()})
 	return err
 }
 
@@ -368,11 +377,11 @@ func ctlSnapshotRevert(e *ctlEnv) error {
 }
 
 func ctlSnapshotPurge(e *ctlEnv) error {
-	if _, err := e.api.SnapshotPurge(e.ctx, &enginerpc.SnapshotPurgeRequest{SkipIfInProgress: e.c.Bool("skip-if-in-progress")}); err != nil {
+	if _, err := e.ext.SnapshotPurge(e.ctx, &enginerpc.SnapshotPurgeRequest{SkipIfInProgress: e.c.Bool("skip-if-in-progress")}); err != nil {
 		return err
 	}
 	for e.c.Bool("wait") {
-		st, err := e.api.SnapshotPurgeStatus(e.ctx, &enginerpc.Empty{})
+		st, err := e.ext.SnapshotPurgeStatus(e.ctx, empty)
 		if err != nil {
 			return err
 		}
@@ -394,7 +403,7 @@ func ctlSnapshotPurge(e *ctlEnv) error {
 }
 
 func ctlPurgeStatus(e *ctlEnv) error {
-	st, err := e.api.SnapshotPurgeStatus(e.ctx, &enginerpc.Empty{})
+	st, err := e.ext.SnapshotPurgeStatus(e.ctx, empty)
 	if err != nil {
 		return err
 	}

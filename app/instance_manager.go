@@ -51,6 +51,7 @@ func runInstanceManager(c *cli.Context) error {
 		LogDir:     filepath.Join(c.String("data-root"), "logs"),
 		LogMaxSize: c.Int64("log-max-size"), LogMaxFiles: c.Int("log-max-files"),
 		StopTimeout: c.Duration("stop-timeout"),
+		OnExit:      cleanupBlockdevOnExit(logrus.StandardLogger()),
 	})
 	if err != nil {
 		return err

@@ -18,6 +18,7 @@ import (
 	"github.com/urfave/cli/v2"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/longhorn-go/longhorn/api"
@@ -133,10 +134,12 @@ func runManager(c *cli.Context) error {
 	var ready atomic.Bool
 	var wg sync.WaitGroup
 	errs := make(chan error, 3)
+	events := api.NewEventInformer(kube, cfg.opts.Namespace, datastore.DefaultResyncPeriod)
 	if cfg.readinessPort > 0 {
 		// The REST API (/v1) with /v1/healthz and /v1/readyz; it answers 503
 		// until the manager is ready.
-		router := api.NewRouter(ds, api.Options{Ready: ready.Load, Snapshots: api.EngineSnapshots{DS: ds, Handler: engines}})
+		router := api.NewRouter(ds, api.Options{Ready: ready.Load, Snapshots: api.EngineSnapshots{DS: ds, Handler: engines},
+			Kube: kube, Events: events, EngineImage: cfg.opts.EngineImage})
 		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)), router)
 		if err != nil {
 			return err
@@ -144,8 +147,12 @@ func runManager(c *cli.Context) error {
 		defer shutdownHTTP(srv)
 	}
 	ds.Start(ctx)
+	go events.Run(ctx.Done())
 	if err := ds.WaitForCacheSync(ctx); err != nil {
 		return err
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), events.HasSynced) {
+		return fmt.Errorf("event informer not synced: %w", context.Cause(ctx))
 	}
 	if err := startWebhook(ctx, cfg, kube, ds, ready.Load, &wg, errs); err != nil {
 		return err

@@ -1,12 +1,16 @@
 package controller
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
+	k8stesting "k8s.io/client-go/testing"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
@@ -143,5 +147,53 @@ func TestSettingDefaultsFromConfigMap(t *testing.T) {
 	}
 	if v := get(types.SettingNameDefaultReplicaCount).Value; v != "3" {
 		t.Fatalf("user edit overwritten by the same ConfigMap version: %q", v)
+	}
+}
+
+// A setting the API server refuses (here storage-network, as the webhook
+// does while volumes are attached) does not block the settings after it:
+// they are applied, the refusal is reported on the ConfigMap, and the sync
+// returns an error so the refused one is retried.
+func TestDefaultSettingRefusedDoesNotBlockOthers(t *testing.T) {
+	var objs []runtime.Object
+	for _, n := range types.SettingNameList() {
+		def, _ := types.GetSettingDefinition(n)
+		objs = append(objs, setting(n, def.Default))
+	}
+	f := newFixture(t, objs...)
+	f.lh.PrependReactor("update", "settings", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if s := a.(k8stesting.UpdateAction).GetObject().(*longhorn.Setting); s.Name == string(types.SettingNameStorageNetwork) {
+			return true, nil, apierrors.NewForbidden(longhorn.Resource("settings"), s.Name,
+				errors.New("cannot change storage-network while volumes are attached"))
+		}
+		return false, nil, nil
+	})
+	if _, err := f.kube.CoreV1().ConfigMaps(testNS).Create(f.ctx, &corev1.ConfigMap{
+		ObjectMeta: metav1.ObjectMeta{Name: DefaultSettingConfigMapName, Namespace: testNS, ResourceVersion: "8"},
+		Data: map[string]string{DefaultSettingConfigMapKey: "storage-network: kube-system/storage\n" +
+			"storage-over-provisioning-percentage: 150\nsystem-managed-pods-image-pull-policy: always\n"},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		_, err := f.m.env.configMaps.ConfigMaps(testNS).Get(DefaultSettingConfigMapName)
+		return err == nil
+	})
+	_, err := fixtureController[*SettingController](f).syncSetting(f.ctx, configMapKey)
+	if err == nil || !strings.Contains(err.Error(), "storage-network") {
+		t.Fatalf("sync error %v, want the storage-network refusal", err)
+	}
+	for n, want := range map[types.SettingName]string{
+		types.SettingNameStorageOverProvisioningPercentage: "150", // sorts after storage-network
+		types.SettingNameSystemManagedPodsImagePullPolicy:  "always",
+		types.SettingNameStorageNetwork:                    "",
+	} {
+		s, err := f.lh.LonghornV1beta2().Settings(testNS).Get(f.ctx, string(n), metav1.GetOptions{})
+		if err != nil || s.Value != want {
+			t.Errorf("%s = %q (%v), want %q", n, s.Value, err, want)
+		}
+	}
+	if ev := f.events(); !hasEvent(ev, "Warning FailedApplyingDefaultSetting update setting storage-network") {
+		t.Errorf("events %q", ev)
 	}
 }

@@ -172,7 +172,7 @@ func TestIMPod(t *testing.T) {
 	p := imPod(im, imPodParams{Namespace: "longhorn-system", ServiceAccount: "sa", DataPath: "/var/lib/longhorn"})
 	c := p.Spec.Containers[0]
 	if p.Spec.NodeName != "n1" || p.Spec.HostNetwork || c.Image != "longhorn:dev" || !*c.SecurityContext.Privileged ||
-		p.Spec.ServiceAccountName != "sa" || p.OwnerReferences[0].UID != "u1" || p.Annotations != nil {
+		p.Spec.ServiceAccountName != "sa" || p.OwnerReferences[0].UID != "u1" || p.Annotations[multusNetworksAnnotation] != "" {
 		t.Fatalf("pod %+v", p)
 	}
 	args := strings.Join(c.Args, " ")

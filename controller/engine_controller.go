@@ -102,7 +102,7 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	}
 	res := Done
 	if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
-		c.monitors.ensure(key, imAddressOfEngine(e), engineRef(e))
+		c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e)})
 		obs := c.monitors.latest(e.Name)
 		applyObservation(e, obs)
 		if err := c.reconcileReplicas(ctx, e, obs); err != nil {
@@ -157,9 +157,9 @@ func (c *EngineController) reconcileDelete(ctx context.Context, e *longhorn.Engi
 	return Done, ignoreNotFound(err)
 }
 
-// engineFrontend maps the volume frontend to the engine's: blockdev is
-// served as nbd (the node-local device is made from it), "" or a disabled
-// frontend is maintenance mode.
+// engineFrontend maps the volume frontend to the engine's: blockdev makes
+// /dev/longhorn/<volume> on the engine's node (engine/frontend/blockdev),
+// "" or a disabled frontend is maintenance mode.
 func engineFrontend(e *longhorn.Engine) string {
 	if e.Spec.DisableFrontend {
 		return ""
@@ -167,8 +167,10 @@ func engineFrontend(e *longhorn.Engine) string {
 	switch e.Spec.Frontend {
 	case longhorn.VolumeFrontendISCSI:
 		return "iscsi"
-	case longhorn.VolumeFrontendNBD, longhorn.VolumeFrontendBlockDev:
+	case longhorn.VolumeFrontendNBD:
 		return "nbd"
+	case longhorn.VolumeFrontendBlockDev:
+		return "blockdev"
 	}
 	return ""
 }

@@ -3,7 +3,6 @@ package controller
 import (
 	"context"
 	"reflect"
-	"sync"
 	"time"
 
 	"github.com/longhorn-go/longhorn/engineapi"
@@ -34,105 +33,51 @@ func (o *engineObservation) sameAs(p *engineObservation) bool {
 	return reflect.DeepEqual(a, b)
 }
 
-// engineMonitors poll running engines off the workers (STYLE guideline 14):
-// each monitor stores its latest observation and enqueues the engine when it
-// changed; the reconcile reads the observation and writes status.
-type engineMonitors struct {
-	api     *engineapi.Handler
-	enqueue func(key string)
-
-	mu   sync.Mutex
-	list map[string]*engineMonitor
-	wg   sync.WaitGroup
+// engineTarget is what one engine monitor polls: the engine ref through the
+// instance manager at IM; Key is the engine's queue key.
+type engineTarget struct {
+	Key string
+	IM  engineapi.IMAddress
+	Ref engineapi.EngineRef
 }
 
-type engineMonitor struct {
-	im     engineapi.IMAddress
-	ref    engineapi.EngineRef
-	cancel context.CancelFunc
-	last   *engineObservation
+// engineMonitors poll running engines: each loop records its latest
+// observation and enqueues the engine when it changed.
+type engineMonitors = monitors[engineTarget, *engineObservation]
+
+func newEngineMonitors(api instanceAPI, enqueue func(string)) *engineMonitors {
+	return newMonitors(func(ctx context.Context, t engineTarget, record func(*engineObservation)) {
+		pollEngine(ctx, api, t, record, enqueue)
+	})
 }
 
-func newEngineMonitors(api *engineapi.Handler, enqueue func(string)) *engineMonitors {
-	return &engineMonitors{api: api, enqueue: enqueue, list: map[string]*engineMonitor{}}
-}
-
-// ensure polls engine ref through the instance manager at im.
-func (m *engineMonitors) ensure(key string, im engineapi.IMAddress, ref engineapi.EngineRef) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cur, ok := m.list[ref.Name]; ok {
-		if cur.im == im && cur.ref == ref {
-			return
-		}
-		cur.cancel()
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	mon := &engineMonitor{im: im, ref: ref, cancel: cancel}
-	m.list[ref.Name] = mon
-	m.wg.Add(1)
-	go func() {
-		defer m.wg.Done()
-		m.poll(ctx, key, mon)
-	}()
-}
-
-// latest returns the last observation of engine name (nil if none).
-func (m *engineMonitors) latest(name string) *engineObservation {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cur, ok := m.list[name]; ok {
-		return cur.last
-	}
-	return nil
-}
-
-func (m *engineMonitors) stop(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if cur, ok := m.list[name]; ok {
-		cur.cancel()
-		delete(m.list, name)
-	}
-}
-
-func (m *engineMonitors) stopAll() {
-	m.mu.Lock()
-	for n, cur := range m.list {
-		cur.cancel()
-		delete(m.list, n)
-	}
-	m.mu.Unlock()
-	m.wg.Wait()
-}
-
-func (m *engineMonitors) poll(ctx context.Context, key string, mon *engineMonitor) {
-	t := time.NewTicker(enginePollInterval)
-	defer t.Stop()
+// pollEngine observes t every enginePollInterval until ctx is done.
+func pollEngine(ctx context.Context, api instanceAPI, t engineTarget, record func(*engineObservation), enqueue func(string)) {
+	tick := time.NewTicker(enginePollInterval)
+	defer tick.Stop()
+	var last *engineObservation
 	for {
-		obs := m.observe(ctx, mon)
+		obs := observeEngine(ctx, api, t)
 		if ctx.Err() != nil {
 			return
 		}
-		m.mu.Lock()
-		changed := !obs.sameAs(mon.last)
-		mon.last = obs
-		m.mu.Unlock()
-		if changed {
-			m.enqueue(key)
+		record(obs)
+		if !obs.sameAs(last) {
+			enqueue(t.Key)
 		}
+		last = obs
 		select {
 		case <-ctx.Done():
 			return
-		case <-t.C:
+		case <-tick.C:
 		}
 	}
 }
 
-// observe makes one round of calls; the first failure ends the round.
-func (m *engineMonitors) observe(ctx context.Context, mon *engineMonitor) *engineObservation {
+// observeEngine makes one round of calls; the first failure ends the round.
+func observeEngine(ctx context.Context, api instanceAPI, t engineTarget) *engineObservation {
 	obs := &engineObservation{At: time.Now()}
-	c, err := m.api.Engine(ctx, mon.im, mon.ref)
+	c, err := api.Engine(ctx, t.IM, t.Ref)
 	if err == nil {
 		obs.Volume, err = c.VolumeGet(ctx)
 	}

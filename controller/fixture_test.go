@@ -11,9 +11,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	kubefake "k8s.io/client-go/kubernetes/fake"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/record"
 
 	"github.com/longhorn-go/longhorn/datastore"
-	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	lhfake "github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned/fake"
 	"github.com/longhorn-go/longhorn/types"
@@ -32,6 +32,8 @@ type fixture struct {
 	kube *kubefake.Clientset
 	ds   *datastore.DataStore
 	m    *Manager
+	api  *fakeAPI
+	rec  *record.FakeRecorder
 	now  time.Time
 }
 
@@ -45,13 +47,24 @@ func newFixture(t *testing.T, lhObjs ...runtime.Object) *fixture {
 		t.Fatal(err)
 	}
 	f.ds = ds
-	api := engineapi.NewHandler(engineapi.HandlerOptions{})
-	t.Cleanup(api.Close)
-	f.m, err = New(Options{NodeName: "n1", Namespace: testNS, EngineImage: "longhorn:test", InstanceManagerImage: "longhorn:test",
-		Now: func() time.Time { return f.now }}, f.kube, ds, api)
+	f.api = newFakeAPI()
+	f.m, err = newManager(Options{NodeName: "n1", Namespace: testNS, EngineImage: "longhorn:test", InstanceManagerImage: "longhorn:test",
+		Now: func() time.Time { return f.now }}, f.kube, ds, f.api)
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.rec = record.NewFakeRecorder(1000)
+	f.m.env.recorder = f.rec
+	t.Cleanup(func() {
+		for _, c := range f.m.controllers {
+			switch c := c.(type) {
+			case *EngineController:
+				c.monitors.stopAll()
+			case *InstanceManagerController:
+				c.monitors.stopAll()
+			}
+		}
+	})
 	ds.Start(ctx)
 	f.m.env.kubeFactory.Start(ctx.Done())
 	f.m.env.nsFactory.Start(ctx.Done())
@@ -107,6 +120,13 @@ func (f *fixture) cacheMatches() bool {
 	for _, r := range rs.Items {
 		c, err := f.ds.GetReplicaRO(f.ctx, r.Name)
 		if err != nil || !reflect.DeepEqual(c.Spec, r.Spec) || !reflect.DeepEqual(c.Status, r.Status) {
+			return false
+		}
+	}
+	ims, _ := f.lh.LonghornV1beta2().InstanceManagers(testNS).List(f.ctx, metav1.ListOptions{})
+	for _, im := range ims.Items {
+		c, err := f.ds.GetInstanceManagerRO(f.ctx, im.Name)
+		if err != nil || !reflect.DeepEqual(c.Status, im.Status) {
 			return false
 		}
 	}

@@ -36,13 +36,17 @@ type imPodParams struct {
 	StorageNetwork string
 	// DataPath is default-data-path, mounted at the same path.
 	DataPath string
+	// System are the settings applied to every pod the manager creates.
+	System systemManaged
 }
 
 // imPod renders the instance-manager pod of im: privileged, pod network
 // (not host network), pinned to the node, running
 // `longhorn instance-manager --listen $(POD_IP):8500 --proxy-listen $(POD_IP):8501`
 // from the instance manager's image, with the Multus annotation when a
-// storage network is set. The pod carries an owner reference to im.
+// storage network is set, and the system-managed settings (priority class,
+// tolerations, node selector, pull secret and policy). The pod carries an
+// owner reference to im.
 func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 	privileged, isController := true, true
 	bidir := corev1.MountPropagationBidirectional
@@ -99,6 +103,7 @@ func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 	if p.StorageNetwork != "" {
 		pod.Annotations = map[string]string{multusNetworksAnnotation: multusNetworks(p.StorageNetwork)}
 	}
+	p.System.apply(pod)
 	return pod
 }
 
@@ -137,10 +142,12 @@ func storageIPOf(pod *corev1.Pod) string {
 }
 
 // podNeedsRecreate reports whether an existing pod no longer matches what
-// imPod would render (image or storage network changed).
+// imPod would render (image, storage network or system-managed settings
+// changed).
 func podNeedsRecreate(pod *corev1.Pod, want *corev1.Pod) bool {
 	if len(pod.Spec.Containers) == 0 || pod.Spec.Containers[0].Image != want.Spec.Containers[0].Image {
 		return true
 	}
-	return pod.Annotations[multusNetworksAnnotation] != want.Annotations[multusNetworksAnnotation]
+	return pod.Annotations[multusNetworksAnnotation] != want.Annotations[multusNetworksAnnotation] ||
+		pod.Annotations[systemManagedAnnotation] != want.Annotations[systemManagedAnnotation]
 }

@@ -139,7 +139,11 @@ func (e *env) createInstance(ctx context.Context, t instanceTarget, im *longhorn
 	if err != nil {
 		return err
 	}
-	if _, err := client.InstanceCreate(ctx, spec); err != nil && !engineapi.IsAlreadyExists(err) {
+	// The instance manager answers a repeated create of a live instance with
+	// that instance and replaces a record whose process exited; AlreadyExists
+	// means another live process (or one being deleted) holds the name, so
+	// nothing started: an error, retried with backoff, never a success.
+	if _, err := client.InstanceCreate(ctx, spec); err != nil {
 		e.recorder.Eventf(t.Object, corev1.EventTypeWarning, "FailedStarting", "Error starting %s: %v", t.Name, err)
 		return fmt.Errorf("start %s %s: %w", t.Type, t.Name, err)
 	}

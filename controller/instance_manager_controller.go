@@ -162,7 +162,7 @@ func (c *InstanceManagerController) syncInstanceManager(ctx context.Context, key
 		im.Status.IP = pod.Status.PodIP
 	}
 	if im.Status.CurrentState == longhorn.InstanceManagerStateRunning {
-		c.monitors.ensure(name, c.key(name), imAddress(im.Status.IP))
+		c.monitors.ensure(name, imTarget{Key: c.key(name), Addr: imAddress(im.Status.IP)})
 	} else {
 		c.monitors.stop(name)
 	}
@@ -221,7 +221,11 @@ func (c *InstanceManagerController) podParams(ctx context.Context) (imPodParams,
 	if err != nil {
 		return imPodParams{}, err
 	}
-	return imPodParams{Namespace: c.opts.Namespace, ServiceAccount: c.opts.ServiceAccount, StorageNetwork: nad, DataPath: path}, nil
+	sys, err := systemManagedFrom(func(n types.SettingName) (string, error) { return c.ds.GetSettingValue(ctx, n) })
+	if err != nil {
+		return imPodParams{}, err
+	}
+	return imPodParams{Namespace: c.opts.Namespace, ServiceAccount: c.opts.ServiceAccount, StorageNetwork: nad, DataPath: path, System: sys}, nil
 }
 
 // syncInstances lists the instance manager's instances into status.

@@ -47,7 +47,7 @@ type env struct {
 	opts     Options
 	ds       *datastore.DataStore
 	kube     kubernetes.Interface
-	api      *engineapi.Handler
+	api      instanceAPI
 	recorder record.EventRecorder
 
 	kubeNodes  corelisters.NodeLister
@@ -78,6 +78,11 @@ type runner interface {
 
 // New wires the controllers. Nothing runs until Run.
 func New(opts Options, kube kubernetes.Interface, ds *datastore.DataStore, api *engineapi.Handler) (*Manager, error) {
+	return newManager(opts, kube, ds, handlerAPI{api})
+}
+
+// newManager is New over any instanceAPI (the fixture tests' fake).
+func newManager(opts Options, kube kubernetes.Interface, ds *datastore.DataStore, api instanceAPI) (*Manager, error) {
 	if opts.NodeName == "" || opts.Namespace == "" {
 		return nil, errors.New("controller options: NodeName and Namespace are required")
 	}
@@ -121,7 +126,7 @@ func newControllers(e *env) ([]runner, error) {
 	builders := []func(*env) (runner, error){
 		newSettingController, newNodeController, newInstanceManagerController,
 		newVolumeController, newVolumeAttachmentController, newEngineController, newReplicaController,
-		newKubernetesConfigMapController,
+		newKubernetesConfigMapController, newEngineImageController,
 	}
 	for _, b := range builders {
 		c, err := b(e)

@@ -27,7 +27,7 @@ type capacitySettings struct {
 // size) and the settings:
 //
 //	probe failed                          -> Ready=False NoDiskInfo, Schedulable=False
-//	filesystem shared with another disk   -> Ready=False DiskNotReady (later name in sorted order)
+//	filesystem shared with another disk   -> Ready=False DiskNotReady for the newcomer (see diskClaimOrder)
 //	UUID changed since last status        -> Ready=False DiskFilesystemChanged
 //	IsSchedulableToDisk(0, 0) fails       -> Schedulable=False DiskPressure
 //	otherwise                             -> Ready=True, Schedulable=True
@@ -36,11 +36,7 @@ type capacitySettings struct {
 // ScheduledReplica lists them.
 func decideDiskStatuses(node *longhorn.Node, probes map[string]diskProbe, replicas []*longhorn.Replica,
 	s capacitySettings, now string) map[string]*longhorn.DiskStatus {
-	names := make([]string, 0, len(node.Spec.Disks))
-	for n := range node.Spec.Disks {
-		names = append(names, n)
-	}
-	sort.Strings(names)
+	names := diskClaimOrder(node, replicas)
 	out := map[string]*longhorn.DiskStatus{}
 	fsOwner := map[string]string{}
 	for _, name := range names {
@@ -63,6 +59,37 @@ func decideDiskStatuses(node *longhorn.Node, probes map[string]diskProbe, replic
 		out[name] = st
 	}
 	return out
+}
+
+// diskClaimOrder is the order in which disks claim their filesystem: first
+// the disks that hold replicas or were Ready, then the others, each group by
+// name. A disk added on the filesystem of a disk in use is refused (Ready=
+// False, naming the other disk); the disk in use is left alone.
+func diskClaimOrder(node *longhorn.Node, replicas []*longhorn.Replica) []string {
+	inUse := map[string]bool{}
+	for name := range node.Spec.Disks {
+		prev := node.Status.DiskStatus[name]
+		if prev == nil {
+			continue
+		}
+		if c := longhorn.GetCondition(prev.Conditions, longhorn.DiskConditionTypeReady); c.Status == longhorn.ConditionStatusTrue {
+			inUse[name] = true
+		}
+		if _, n := scheduledOn(prev.DiskUUID, replicas); n > 0 {
+			inUse[name] = true
+		}
+	}
+	names := make([]string, 0, len(node.Spec.Disks))
+	for n := range node.Spec.Disks {
+		names = append(names, n)
+	}
+	sort.Slice(names, func(i, j int) bool {
+		if inUse[names[i]] != inUse[names[j]] {
+			return inUse[names[i]]
+		}
+		return names[i] < names[j]
+	})
+	return names
 }
 
 func diskReadiness(name string, prev *longhorn.DiskStatus, p diskProbe, fsOwner map[string]string) (bool, string, string) {

@@ -2,10 +2,12 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 
+	"github.com/sirupsen/logrus"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -68,6 +70,9 @@ func (c *SettingController) syncSetting(ctx context.Context, key string) (Result
 		return Done, err
 	}
 	applied := types.ValidateSetting(sRO.Name, sRO.Value) == nil
+	if applied && sRO.Name == string(types.SettingNameLogLevel) {
+		c.applyLogLevel(sRO.Value)
+	}
 	if sRO.Status.Applied == applied {
 		return Done, nil
 	}
@@ -78,6 +83,16 @@ func (c *SettingController) syncSetting(ctx context.Context, key string) (Result
 		return Done, nil
 	}
 	return Done, err
+}
+
+// applyLogLevel sets the manager's log level from the log-level setting.
+func (c *SettingController) applyLogLevel(v string) {
+	lvl, err := parseLogLevel(v)
+	if err != nil || logrus.GetLevel() == lvl {
+		return
+	}
+	logrus.SetLevel(lvl)
+	logrus.WithField("level", lvl.String()).Info("Log level set from setting log-level")
 }
 
 // ParseDefaultSettings reads the ConfigMap's default-setting.yaml: a YAML
@@ -142,12 +157,19 @@ func (c *SettingController) applyDefaults(ctx context.Context) error {
 	}
 	names := types.SettingNameList()
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
+	// One refused setting (the webhook refuses storage-network while volumes
+	// are attached) must not hold back the others: apply every one, report
+	// each refusal on the ConfigMap, and retry the refused ones with backoff.
+	var errs []error
 	for _, name := range names {
 		if err := c.applyOne(ctx, name, values, rv); err != nil {
-			return err
+			errs = append(errs, err)
+			if cm != nil {
+				c.recorder.Eventf(cm, corev1.EventTypeWarning, "FailedApplyingDefaultSetting", "%v", err)
+			}
 		}
 	}
-	return nil
+	return errors.Join(errs...)
 }
 
 func (c *SettingController) applyOne(ctx context.Context, name types.SettingName, values map[types.SettingName]string, rv string) error {

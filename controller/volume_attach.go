@@ -47,7 +47,8 @@ func (s *volumeSnapshot) observeAttach() lifecycle.VolumeObserved {
 // carries out its actions on the engine and replica copies.
 func (c *VolumeController) reconcileState(_ context.Context, s *volumeSnapshot) error {
 	o := s.observeAttach()
-	next, acts := lifecycle.NextVolume(lifecycle.VolumeState(s.vol.Status.State), o)
+	prev := lifecycle.VolumeState(s.vol.Status.State)
+	next, acts := lifecycle.NextVolume(prev, o)
 	s.vol.Status.State = longhorn.VolumeState(next)
 	for _, a := range acts {
 		switch a {
@@ -84,7 +85,21 @@ func (c *VolumeController) reconcileState(_ context.Context, s *volumeSnapshot) 
 	}
 	s.vol.Status.CurrentImage = s.vol.Spec.Image
 	s.vol.Status.FrontendDisabled = s.vol.Spec.DisableFrontend
+	c.recordAttachEvent(s, prev, next)
 	return nil
+}
+
+// recordAttachEvent emits Longhorn's Attached and Detached events on the
+// transitions into those states, so `kubectl describe lhv` follows attach
+// and detach.
+func (c *VolumeController) recordAttachEvent(s *volumeSnapshot, prev, next lifecycle.VolumeState) {
+	switch {
+	case prev == next:
+	case next == lifecycle.VolumeAttached:
+		c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "Attached", "Volume %s has been attached to %s", s.vol.Name, s.vol.Status.CurrentNodeID)
+	case next == lifecycle.VolumeDetached && prev != lifecycle.VolumeCreating && prev != "":
+		c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "Detached", "Volume %s has been detached", s.vol.Name)
+	}
 }
 
 // engineReplicas is the engine's replica address map: running, startable

@@ -81,17 +81,14 @@ func (c *VolumeController) reconcileSizes(_ context.Context, s *volumeSnapshot) 
 	return nil
 }
 
-// newReplica adds an unscheduled replica with the smallest index whose
-// deterministic name "<vol>-r-<8 hex>" is free, so a retry with a stale cache
-// hits AlreadyExists instead of creating a duplicate (STYLE guideline 12).
+// newReplica adds an unscheduled replica named "<vol>-r-<8 random hex>"
+// (Longhorn's shape), a name no earlier replica of the volume had, so a
+// replacement never meets a deleted replica's data directory or events.
 func (s *volumeSnapshot) newReplica(namespace, hardNodeAffinity string) *longhorn.Replica {
 	v := s.vol
-	var name string
-	for i := 0; ; i++ {
-		name = types.ReplicaNameForVolume(v.Name, types.DeterministicID(v.Name, i))
-		if _, used := s.reps[name]; !used {
-			break
-		}
+	name := types.ReplicaNameForVolume(v.Name, types.RandomID())
+	for s.reps[name] != nil {
+		name = types.ReplicaNameForVolume(v.Name, types.RandomID())
 	}
 	r := &longhorn.Replica{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: types.VolumeLabels(v.Name),

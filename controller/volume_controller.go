@@ -7,6 +7,7 @@ import (
 	"time"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/client-go/tools/cache"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
@@ -17,11 +18,12 @@ import (
 // replenishes failed replicas, salvages, expands and deletes.
 type VolumeController struct {
 	*env
-	w *Worker
+	w      *Worker
+	expect *replicaExpectations
 }
 
 func newVolumeController(e *env) (runner, error) {
-	c := &VolumeController{env: e}
+	c := &VolumeController{env: e, expect: newReplicaExpectations()}
 	c.w = NewWorker("longhorn-volume", c.syncVolume)
 	if err := addHandler(e.ds.VolumeInformer(), onChange(c.w.EnqueueObject)); err != nil {
 		return nil, err
@@ -39,6 +41,17 @@ func newVolumeController(e *env) (runner, error) {
 		return nil, err
 	}
 	if err := addHandler(e.ds.ReplicaInformer(), onChange(byVolume)); err != nil {
+		return nil, err
+	}
+	seen := func(obj any) {
+		if t, ok := obj.(cache.DeletedFinalStateUnknown); ok {
+			obj = t.Obj
+		}
+		if r, ok := obj.(*longhorn.Replica); ok {
+			c.expect.observed(r)
+		}
+	}
+	if err := addHandler(e.ds.ReplicaInformer(), cache.ResourceEventHandlerFuncs{AddFunc: seen, DeleteFunc: seen}); err != nil {
 		return nil, err
 	}
 	// Node, instance manager and setting changes can unblock scheduling or

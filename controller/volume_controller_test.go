@@ -119,7 +119,47 @@ func TestVolumeLifecycleOneSyncAtATime(t *testing.T) {
 			t.Fatalf("replica %s not marked healthy", r.Name)
 		}
 	}
+	if n := countEvents(f.events(), "Normal Attached Volume vol has been attached to n1"); n != 1 {
+		t.Fatalf("%d Attached events, want 1", n)
+	}
 	testReplicaFailureAndReuse(t, f, modes)
+	testDetachEvent(t, f)
+}
+
+func countEvents(events []string, prefix string) int {
+	n := 0
+	for _, e := range events {
+		if strings.HasPrefix(e, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// testDetachEvent: detaching an attached volume ends with one Detached event.
+func testDetachEvent(t *testing.T, f *fixture) {
+	v := f.volume("vol")
+	v.Spec.NodeID = ""
+	f.updateVolume(v)
+	for i := 0; i < 6 && f.volume("vol").Status.State != longhorn.VolumeStateDetached; i++ {
+		f.syncVolume("vol")
+		if e := f.engine("vol-e-0"); e.Spec.DesireState == longhorn.InstanceStateStopped && e.Status.CurrentState != longhorn.InstanceStateStopped {
+			e.Status.CurrentState, e.Status.IP, e.Status.Port, e.Status.Endpoint = longhorn.InstanceStateStopped, "", 0, ""
+			f.updateEngine(e)
+		}
+		for _, r := range f.replicas("vol") {
+			if r.Spec.DesireState == longhorn.InstanceStateStopped && r.Status.CurrentState != longhorn.InstanceStateStopped {
+				r.Status.CurrentState = longhorn.InstanceStateStopped
+				f.updateReplica(r)
+			}
+		}
+	}
+	if st := f.volume("vol").Status.State; st != longhorn.VolumeStateDetached {
+		t.Fatalf("state %s after detach, want detached", st)
+	}
+	if n := countEvents(f.events(), "Normal Detached Volume vol has been detached"); n != 1 {
+		t.Fatalf("%d Detached events, want 1", n)
+	}
 }
 
 // testReplicaFailureAndReuse: a replica turns ERR -> failed, volume

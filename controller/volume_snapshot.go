@@ -65,6 +65,11 @@ func (c *VolumeController) observe(ctx context.Context, vRO *longhorn.Volume) (*
 	for _, r := range replicas {
 		s.repRO[r.Name], s.reps[r.Name] = r, r.DeepCopy()
 	}
+	// Replicas created by an earlier sync that the cache does not show yet
+	// count as existing, so none is created twice.
+	for _, r := range c.expect.pending(vRO.Name, s.repRO, s.now) {
+		s.repRO[r.Name], s.reps[r.Name] = r, r.DeepCopy()
+	}
 	nodes, err := c.ds.ListNodesRO(ctx, nil)
 	if err != nil {
 		return nil, err
@@ -150,15 +155,18 @@ func (s *volumeSnapshot) nowString() string { return s.now.UTC().Format(time.RFC
 
 // applyChanges writes creations, spec changes, deletions and the volume
 // status, in that order. The first error stops it; the next sync retries
-// from fresh caches (deterministic names make creation idempotent).
+// from fresh caches (created replicas are expected until the cache shows
+// them, so a retry does not create them again).
 func (c *VolumeController) applyChanges(ctx context.Context, s *volumeSnapshot) error {
 	for _, r := range s.sortedReplicas() {
 		if !s.fresh[r.Name] {
 			continue
 		}
-		if _, err := c.ds.CreateReplica(ctx, r); err != nil && !apierrors.IsAlreadyExists(err) {
+		out, err := c.ds.CreateReplica(ctx, r)
+		if err != nil {
 			return fmt.Errorf("create replica %s: %w", r.Name, err)
 		}
+		c.expect.created(out, s.now)
 	}
 	for _, r := range s.sortedReplicas() {
 		ro := s.repRO[r.Name]

@@ -14,25 +14,9 @@ func (ds *DataStore) BackupTargetInformer() cache.SharedIndexInformer {
 	return ds.backupTargets.informer
 }
 
-// GetBackupTarget returns a deep copy of the cached BackupTarget name; the caller may change it.
-// A missing object gives an apierrors NotFound error.
-func (ds *DataStore) GetBackupTarget(_ context.Context, name string) (*longhorn.BackupTarget, error) {
-	return ds.backupTargets.get(name)
-}
-
 // GetBackupTargetRO returns the cached BackupTarget name itself. It must not be modified.
 func (ds *DataStore) GetBackupTargetRO(_ context.Context, name string) (*longhorn.BackupTarget, error) {
 	return ds.backupTargets.getRO(name)
-}
-
-// ListBackupTargets returns deep copies of the cached BackupTargets matching selector (nil = all).
-func (ds *DataStore) ListBackupTargets(_ context.Context, selector labels.Selector) ([]*longhorn.BackupTarget, error) {
-	return ds.backupTargets.list(selector)
-}
-
-// ListBackupTargetsRO returns the cached BackupTargets matching selector (nil = all); read-only.
-func (ds *DataStore) ListBackupTargetsRO(_ context.Context, selector labels.Selector) ([]*longhorn.BackupTarget, error) {
-	return ds.backupTargets.listRO(selector)
 }
 
 // CreateBackupTarget creates a BackupTarget (in the store's namespace when obj has none).
@@ -45,12 +29,7 @@ func (ds *DataStore) UpdateBackupTarget(ctx context.Context, obj *longhorn.Backu
 	return ds.backupTargets.update(ctx, obj)
 }
 
-// UpdateBackupTargetStatus writes obj's status through the status subresource.
-func (ds *DataStore) UpdateBackupTargetStatus(ctx context.Context, obj *longhorn.BackupTarget) (*longhorn.BackupTarget, error) {
-	return ds.backupTargets.updateStatus(ctx, obj)
-}
-
-// DeleteBackupTarget deletes the BackupTarget name.
-func (ds *DataStore) DeleteBackupTarget(ctx context.Context, name string) error {
-	return ds.backupTargets.delete(ctx, name)
+// ListBackupTargetsRO returns the cached BackupTargets matching selector (nil = all); read-only.
+func (ds *DataStore) ListBackupTargetsRO(_ context.Context, selector labels.Selector) ([]*longhorn.BackupTarget, error) {
+	return ds.backupTargets.listRO(selector)
 }

@@ -2,10 +2,14 @@
 // read and write Longhorn objects. Reads come from shared informer caches;
 // writes go to the API server.
 //
-// Read contract (STYLE guideline 4): GetX/ListX return deep copies the caller
-// may change; GetXRO/ListXRO return the cache's own pointers, which must never
-// be modified. Every method takes a context. The store is split per resource
-// (volume_store.go, engine_store.go, ...) around one generic core (store.go).
+// Read contract: GetX/ListX return deep copies the caller may change;
+// GetXRO/ListXRO return the cache's own pointers, which must never be
+// modified (only read-only objects cross into pure decide functions). Every
+// method takes a context. The store is split per resource (volume_store.go,
+// engine_store.go, ...) around one generic core (store.go), and holds only
+// the kinds and accessors something outside the package calls: a controller
+// that needs a new kind adds its store (a field, a line in initStores) and
+// the typed accessors it calls, each one line over the generic core.
 package datastore
 
 import (
@@ -31,28 +35,17 @@ type DataStore struct {
 	client    versioned.Interface
 	factory   externalversions.SharedInformerFactory
 
-	volumes                 *store[volumeT, *volumeT]
-	engines                 *store[engineT, *engineT]
-	replicas                *store[replicaT, *replicaT]
-	nodes                   *store[nodeT, *nodeT]
-	instanceManagers        *store[instanceManagerT, *instanceManagerT]
-	settings                *store[settingT, *settingT]
-	engineImages            *store[engineImageT, *engineImageT]
-	snapshots               *store[snapshotT, *snapshotT]
-	backups                 *store[backupT, *backupT]
-	backupTargets           *store[backupTargetT, *backupTargetT]
-	backupVolumes           *store[backupVolumeT, *backupVolumeT]
-	backupBackingImages     *store[backupBackingImageT, *backupBackingImageT]
-	recurringJobs           *store[recurringJobT, *recurringJobT]
-	volumeAttachments       *store[volumeAttachmentT, *volumeAttachmentT]
-	orphans                 *store[orphanT, *orphanT]
-	shareManagers           *store[shareManagerT, *shareManagerT]
-	systemBackups           *store[systemBackupT, *systemBackupT]
-	systemRestores          *store[systemRestoreT, *systemRestoreT]
-	backingImages           *store[backingImageT, *backingImageT]
-	backingImageManagers    *store[backingImageManagerT, *backingImageManagerT]
-	backingImageDataSources *store[backingImageDataSourceT, *backingImageDataSourceT]
-	supportBundles          *store[supportBundleT, *supportBundleT]
+	volumes           *store[volumeT, *volumeT]
+	engines           *store[engineT, *engineT]
+	replicas          *store[replicaT, *replicaT]
+	nodes             *store[nodeT, *nodeT]
+	instanceManagers  *store[instanceManagerT, *instanceManagerT]
+	settings          *store[settingT, *settingT]
+	engineImages      *store[engineImageT, *engineImageT]
+	backupTargets     *store[backupTargetT, *backupTargetT]
+	volumeAttachments *store[volumeAttachmentT, *volumeAttachmentT]
+	recurringJobs     *store[recurringJobT, *recurringJobT]
+	snapshots         *store[snapshotT, *snapshotT]
 }
 
 // New builds a DataStore for the objects in namespace (usually
@@ -86,9 +79,6 @@ func (ds *DataStore) Namespace() string { return ds.namespace }
 // does not wrap. Prefer the store's methods.
 func (ds *DataStore) Client() versioned.Interface { return ds.client }
 
-// InformerFactory returns the shared informer factory.
-func (ds *DataStore) InformerFactory() externalversions.SharedInformerFactory { return ds.factory }
-
 // Start runs every informer until ctx is done. It returns at once.
 func (ds *DataStore) Start(ctx context.Context) {
 	ds.factory.Start(ctx.Done())
@@ -114,10 +104,6 @@ func (ds *DataStore) informers() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{
 		ds.volumes.informer, ds.engines.informer, ds.replicas.informer, ds.nodes.informer,
 		ds.instanceManagers.informer, ds.settings.informer, ds.engineImages.informer,
-		ds.snapshots.informer, ds.backups.informer, ds.backupTargets.informer,
-		ds.backupVolumes.informer, ds.backupBackingImages.informer, ds.recurringJobs.informer,
-		ds.volumeAttachments.informer, ds.orphans.informer, ds.shareManagers.informer,
-		ds.systemBackups.informer, ds.systemRestores.informer, ds.backingImages.informer,
-		ds.backingImageManagers.informer, ds.backingImageDataSources.informer, ds.supportBundles.informer,
+		ds.volumeAttachments.informer, ds.backupTargets.informer, ds.recurringJobs.informer, ds.snapshots.informer,
 	}
 }

@@ -39,9 +39,8 @@ func fixture() []runtime.Object {
 		&longhorn.Replica{ObjectMeta: meta("vol2-r-00000003", nil), Spec: longhorn.ReplicaSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol2", NodeID: "n1"}}},
 		&longhorn.Node{ObjectMeta: meta("n1", nil), Spec: longhorn.NodeSpec{Disks: map[string]longhorn.DiskSpec{"d": {Path: "/var/lib/longhorn"}}}},
 		&longhorn.InstanceManager{ObjectMeta: meta("instance-manager-x", nil), Spec: longhorn.InstanceManagerSpec{NodeID: "n1"}},
-		&longhorn.Snapshot{ObjectMeta: meta("snap1", nil), Spec: longhorn.SnapshotSpec{Volume: "vol1"}},
-		&longhorn.Backup{ObjectMeta: meta("backup-1", map[string]string{types.LonghornLabelBackupVolume: "vol1"})},
-		&longhorn.Orphan{ObjectMeta: meta("orphan-1", nil), Spec: longhorn.OrphanSpec{NodeID: "n2"}},
+		&longhorn.VolumeAttachment{ObjectMeta: meta("vol1", nil), Spec: longhorn.VolumeAttachmentSpec{Volume: "vol1",
+			AttachmentTickets: map[string]*longhorn.AttachmentTicket{"t": {ID: "t", NodeID: "n1"}}}},
 		&longhorn.Setting{ObjectMeta: meta(string(types.SettingNameStorageOverProvisioningPercentage), nil), Value: "200"},
 		&longhorn.Setting{ObjectMeta: meta(string(types.SettingNameDefaultReplicaCount), nil), Value: `{"v1":"2","v2":"4"}`},
 		&longhorn.Setting{ObjectMeta: meta(string(types.SettingNameReplicaSoftAntiAffinity), nil), Value: "true"},
@@ -113,24 +112,17 @@ func runAllGetters(t *testing.T, ctx context.Context, ds *DataStore) {
 	v, err := ds.GetVolume(ctx, "vol1")
 	must(err)
 	v.Spec.Size, v.Labels["app"], v.Status.State = 1, "changed", longhorn.VolumeStateAttached
-	vols, err := ds.ListVolumes(ctx, nil)
-	must(err)
-	for _, v := range vols {
-		v.Spec.NumberOfReplicas = 99
-	}
 	_, err = ds.ListVolumesRO(ctx, labels.SelectorFromSet(labels.Set{"app": "db"}))
 	must(err)
 	e, err := ds.GetEngine(ctx, "vol1-e-0")
 	must(err)
 	e.Spec.ReplicaAddressMap["vol1-r-00000001"] = "changed"
-	es, err := ds.ListEnginesByVolume(ctx, "vol1")
+	r, err := ds.GetReplica(ctx, "vol1-r-00000001")
 	must(err)
-	es[0].Spec.NodeID = "changed"
-	rs, err := ds.ListReplicasByVolume(ctx, "vol1")
+	r.Spec.NodeID = "changed"
+	va, err := ds.GetVolumeAttachment(ctx, "vol1")
 	must(err)
-	for _, r := range rs {
-		r.Spec.NodeID = "changed"
-	}
+	va.Spec.AttachmentTickets["t"] = &longhorn.AttachmentTicket{ID: "changed"}
 	n, err := ds.GetNode(ctx, "n1")
 	must(err)
 	n.Spec.Disks["d"] = longhorn.DiskSpec{Path: "changed"}
@@ -145,9 +137,6 @@ func runAllGetters(t *testing.T, ctx context.Context, ds *DataStore) {
 		func() error { _, err := ds.ListEnginesByNodeRO(ctx, "n1"); return err },
 		func() error { _, err := ds.ListReplicasByNodeRO(ctx, "n1"); return err },
 		func() error { _, err := ds.ListInstanceManagersByNodeRO(ctx, "n1"); return err },
-		func() error { _, err := ds.ListSnapshotsByVolumeRO(ctx, "vol1"); return err },
-		func() error { _, err := ds.ListBackupsByVolumeRO(ctx, "vol1"); return err },
-		func() error { _, err := ds.ListOrphansByNodeRO(ctx, "n2"); return err },
 		func() error { _, err := ds.GetVolumeRO(ctx, "vol2"); return err },
 	} {
 		must(f())
@@ -182,10 +171,6 @@ func TestIndexes(t *testing.T) {
 	check("engines on n2", names(es), err)
 	ims, err := ds.ListInstanceManagersByNodeRO(ctx, "n1")
 	check("IMs on n1", names(ims), err, "instance-manager-x")
-	snaps, err := ds.ListSnapshotsByVolumeRO(ctx, "vol1")
-	check("snapshots of vol1", names(snaps), err, "snap1")
-	bs, err := ds.ListBackupsByVolumeRO(ctx, "vol1")
-	check("backups of vol1", names(bs), err, "backup-1")
 	vols, err := ds.ListVolumesRO(ctx, labels.SelectorFromSet(labels.Set{"app": "db"}))
 	check("volumes app=db", names(vols), err, "vol1")
 	if _, err := ds.GetVolumeRO(ctx, "nope"); !apierrors.IsNotFound(err) {
@@ -209,10 +194,10 @@ func TestSettingGetters(t *testing.T) {
 	if b, err := ds.GetSettingAsBool(ctx, types.SettingNameAutoSalvage); err != nil || !b {
 		t.Errorf("bool default: %v, %v; want true", b, err)
 	}
-	if f, err := ds.GetSettingAsFloatByDataEngine(ctx, types.SettingNameGuaranteedInstanceManagerCPU, longhorn.DataEngineTypeV1); err != nil || f != 12 {
-		t.Errorf("float default by engine: %v, %v; want 12", f, err)
+	if s, err := ds.settingValueByDataEngine(ctx, types.SettingNameGuaranteedInstanceManagerCPU, longhorn.DataEngineTypeV1); err != nil || s != "12" {
+		t.Errorf("default by engine: %q, %v; want 12", s, err)
 	}
-	if s, err := ds.GetSettingAsString(ctx, types.SettingNameDefaultDataPath); err != nil || s != "/var/lib/longhorn" {
+	if s, err := ds.GetSettingValue(ctx, types.SettingNameDefaultDataPath); err != nil || s != "/var/lib/longhorn" {
 		t.Errorf("string default: %q, %v", s, err)
 	}
 	if n, err := ds.GetSettingAsIntByDataEngine(ctx, types.SettingNameDefaultReplicaCount, longhorn.DataEngineTypeV2); err != nil || n != 4 {

@@ -23,11 +23,6 @@ func (ds *DataStore) GetEngineRO(_ context.Context, name string) (*longhorn.Engi
 	return ds.engines.getRO(name)
 }
 
-// ListEngines returns deep copies of the cached Engines matching selector (nil = all).
-func (ds *DataStore) ListEngines(_ context.Context, selector labels.Selector) ([]*longhorn.Engine, error) {
-	return ds.engines.list(selector)
-}
-
 // ListEnginesRO returns the cached Engines matching selector (nil = all); read-only.
 func (ds *DataStore) ListEnginesRO(_ context.Context, selector labels.Selector) ([]*longhorn.Engine, error) {
 	return ds.engines.listRO(selector)

@@ -14,20 +14,9 @@ func (ds *DataStore) InstanceManagerInformer() cache.SharedIndexInformer {
 	return ds.instanceManagers.informer
 }
 
-// GetInstanceManager returns a deep copy of the cached InstanceManager name; the caller may change it.
-// A missing object gives an apierrors NotFound error.
-func (ds *DataStore) GetInstanceManager(_ context.Context, name string) (*longhorn.InstanceManager, error) {
-	return ds.instanceManagers.get(name)
-}
-
 // GetInstanceManagerRO returns the cached InstanceManager name itself. It must not be modified.
 func (ds *DataStore) GetInstanceManagerRO(_ context.Context, name string) (*longhorn.InstanceManager, error) {
 	return ds.instanceManagers.getRO(name)
-}
-
-// ListInstanceManagers returns deep copies of the cached InstanceManagers matching selector (nil = all).
-func (ds *DataStore) ListInstanceManagers(_ context.Context, selector labels.Selector) ([]*longhorn.InstanceManager, error) {
-	return ds.instanceManagers.list(selector)
 }
 
 // ListInstanceManagersRO returns the cached InstanceManagers matching selector (nil = all); read-only.
@@ -40,17 +29,7 @@ func (ds *DataStore) CreateInstanceManager(ctx context.Context, obj *longhorn.In
 	return ds.instanceManagers.create(ctx, obj)
 }
 
-// UpdateInstanceManager writes obj's metadata and spec; a stale resourceVersion gives a Conflict.
-func (ds *DataStore) UpdateInstanceManager(ctx context.Context, obj *longhorn.InstanceManager) (*longhorn.InstanceManager, error) {
-	return ds.instanceManagers.update(ctx, obj)
-}
-
 // UpdateInstanceManagerStatus writes obj's status through the status subresource.
 func (ds *DataStore) UpdateInstanceManagerStatus(ctx context.Context, obj *longhorn.InstanceManager) (*longhorn.InstanceManager, error) {
 	return ds.instanceManagers.updateStatus(ctx, obj)
-}
-
-// DeleteInstanceManager deletes the InstanceManager name.
-func (ds *DataStore) DeleteInstanceManager(ctx context.Context, name string) error {
-	return ds.instanceManagers.delete(ctx, name)
 }

@@ -4,28 +4,17 @@ import longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 
 // Short aliases for the generic store parameters.
 type (
-	volumeT                 = longhorn.Volume
-	engineT                 = longhorn.Engine
-	replicaT                = longhorn.Replica
-	nodeT                   = longhorn.Node
-	instanceManagerT        = longhorn.InstanceManager
-	settingT                = longhorn.Setting
-	engineImageT            = longhorn.EngineImage
-	snapshotT               = longhorn.Snapshot
-	backupT                 = longhorn.Backup
-	backupTargetT           = longhorn.BackupTarget
-	backupVolumeT           = longhorn.BackupVolume
-	backupBackingImageT     = longhorn.BackupBackingImage
-	recurringJobT           = longhorn.RecurringJob
-	volumeAttachmentT       = longhorn.VolumeAttachment
-	orphanT                 = longhorn.Orphan
-	shareManagerT           = longhorn.ShareManager
-	systemBackupT           = longhorn.SystemBackup
-	systemRestoreT          = longhorn.SystemRestore
-	backingImageT           = longhorn.BackingImage
-	backingImageManagerT    = longhorn.BackingImageManager
-	backingImageDataSourceT = longhorn.BackingImageDataSource
-	supportBundleT          = longhorn.SupportBundle
+	volumeT           = longhorn.Volume
+	engineT           = longhorn.Engine
+	replicaT          = longhorn.Replica
+	nodeT             = longhorn.Node
+	instanceManagerT  = longhorn.InstanceManager
+	settingT          = longhorn.Setting
+	engineImageT      = longhorn.EngineImage
+	backupTargetT     = longhorn.BackupTarget
+	volumeAttachmentT = longhorn.VolumeAttachment
+	recurringJobT     = longhorn.RecurringJob
+	snapshotT         = longhorn.Snapshot
 )
 
 // initStores creates one store per kind over the factory's informers.
@@ -40,19 +29,8 @@ func (ds *DataStore) initStores() {
 	ds.instanceManagers = newStore[instanceManagerT](ns, longhorn.Resource("instancemanagers"), lh.InstanceManagers().Informer(), c.InstanceManagers(ns))
 	ds.settings = newStore[settingT](ns, longhorn.Resource("settings"), lh.Settings().Informer(), c.Settings(ns))
 	ds.engineImages = newStore[engineImageT](ns, longhorn.Resource("engineimages"), lh.EngineImages().Informer(), c.EngineImages(ns))
-	ds.snapshots = newStore[snapshotT](ns, longhorn.Resource("snapshots"), lh.Snapshots().Informer(), c.Snapshots(ns))
-	ds.backups = newStore[backupT](ns, longhorn.Resource("backups"), lh.Backups().Informer(), c.Backups(ns))
 	ds.backupTargets = newStore[backupTargetT](ns, longhorn.Resource("backuptargets"), lh.BackupTargets().Informer(), c.BackupTargets(ns))
-	ds.backupVolumes = newStore[backupVolumeT](ns, longhorn.Resource("backupvolumes"), lh.BackupVolumes().Informer(), c.BackupVolumes(ns))
-	ds.backupBackingImages = newStore[backupBackingImageT](ns, longhorn.Resource("backupbackingimages"), lh.BackupBackingImages().Informer(), c.BackupBackingImages(ns))
-	ds.recurringJobs = newStore[recurringJobT](ns, longhorn.Resource("recurringjobs"), lh.RecurringJobs().Informer(), c.RecurringJobs(ns))
 	ds.volumeAttachments = newStore[volumeAttachmentT](ns, longhorn.Resource("volumeattachments"), lh.VolumeAttachments().Informer(), c.VolumeAttachments(ns))
-	ds.orphans = newStore[orphanT](ns, longhorn.Resource("orphans"), lh.Orphans().Informer(), c.Orphans(ns))
-	ds.shareManagers = newStore[shareManagerT](ns, longhorn.Resource("sharemanagers"), lh.ShareManagers().Informer(), c.ShareManagers(ns))
-	ds.systemBackups = newStore[systemBackupT](ns, longhorn.Resource("systembackups"), lh.SystemBackups().Informer(), c.SystemBackups(ns))
-	ds.systemRestores = newStore[systemRestoreT](ns, longhorn.Resource("systemrestores"), lh.SystemRestores().Informer(), c.SystemRestores(ns))
-	ds.backingImages = newStore[backingImageT](ns, longhorn.Resource("backingimages"), lh.BackingImages().Informer(), c.BackingImages(ns))
-	ds.backingImageManagers = newStore[backingImageManagerT](ns, longhorn.Resource("backingimagemanagers"), lh.BackingImageManagers().Informer(), c.BackingImageManagers(ns))
-	ds.backingImageDataSources = newStore[backingImageDataSourceT](ns, longhorn.Resource("backingimagedatasources"), lh.BackingImageDataSources().Informer(), c.BackingImageDataSources(ns))
-	ds.supportBundles = newStore[supportBundleT](ns, longhorn.Resource("supportbundles"), lh.SupportBundles().Informer(), c.SupportBundles(ns))
+	ds.recurringJobs = newStore[recurringJobT](ns, longhorn.Resource("recurringjobs"), lh.RecurringJobs().Informer(), c.RecurringJobs(ns))
+	ds.snapshots = newStore[snapshotT](ns, longhorn.Resource("snapshots"), lh.Snapshots().Informer(), c.Snapshots(ns))
 }

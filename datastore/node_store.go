@@ -23,11 +23,6 @@ func (ds *DataStore) GetNodeRO(_ context.Context, name string) (*longhorn.Node, 
 	return ds.nodes.getRO(name)
 }
 
-// ListNodes returns deep copies of the cached Nodes matching selector (nil = all).
-func (ds *DataStore) ListNodes(_ context.Context, selector labels.Selector) ([]*longhorn.Node, error) {
-	return ds.nodes.list(selector)
-}
-
 // ListNodesRO returns the cached Nodes matching selector (nil = all); read-only.
 func (ds *DataStore) ListNodesRO(_ context.Context, selector labels.Selector) ([]*longhorn.Node, error) {
 	return ds.nodes.listRO(selector)

@@ -25,11 +25,6 @@ func (ds *DataStore) GetRecurringJobRO(_ context.Context, name string) (*longhor
 	return ds.recurringJobs.getRO(name)
 }
 
-// ListRecurringJobs returns deep copies of the cached RecurringJobs matching selector (nil = all).
-func (ds *DataStore) ListRecurringJobs(_ context.Context, selector labels.Selector) ([]*longhorn.RecurringJob, error) {
-	return ds.recurringJobs.list(selector)
-}
-
 // ListRecurringJobsRO returns the cached RecurringJobs matching selector (nil = all); read-only.
 func (ds *DataStore) ListRecurringJobsRO(_ context.Context, selector labels.Selector) ([]*longhorn.RecurringJob, error) {
 	return ds.recurringJobs.listRO(selector)
@@ -43,11 +38,6 @@ func (ds *DataStore) CreateRecurringJob(ctx context.Context, obj *longhorn.Recur
 // UpdateRecurringJob writes obj's metadata and spec; a stale resourceVersion gives a Conflict.
 func (ds *DataStore) UpdateRecurringJob(ctx context.Context, obj *longhorn.RecurringJob) (*longhorn.RecurringJob, error) {
 	return ds.recurringJobs.update(ctx, obj)
-}
-
-// UpdateRecurringJobStatus writes obj's status through the status subresource.
-func (ds *DataStore) UpdateRecurringJobStatus(ctx context.Context, obj *longhorn.RecurringJob) (*longhorn.RecurringJob, error) {
-	return ds.recurringJobs.updateStatus(ctx, obj)
 }
 
 // DeleteRecurringJob deletes the RecurringJob name.

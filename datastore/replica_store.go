@@ -23,11 +23,6 @@ func (ds *DataStore) GetReplicaRO(_ context.Context, name string) (*longhorn.Rep
 	return ds.replicas.getRO(name)
 }
 
-// ListReplicas returns deep copies of the cached Replicas matching selector (nil = all).
-func (ds *DataStore) ListReplicas(_ context.Context, selector labels.Selector) ([]*longhorn.Replica, error) {
-	return ds.replicas.list(selector)
-}
-
 // ListReplicasRO returns the cached Replicas matching selector (nil = all); read-only.
 func (ds *DataStore) ListReplicasRO(_ context.Context, selector labels.Selector) ([]*longhorn.Replica, error) {
 	return ds.replicas.listRO(selector)

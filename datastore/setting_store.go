@@ -31,11 +31,6 @@ func (ds *DataStore) GetSettingRO(_ context.Context, name types.SettingName) (*l
 	return ds.settings.getRO(string(name))
 }
 
-// ListSettings returns deep copies of the cached Settings matching selector.
-func (ds *DataStore) ListSettings(_ context.Context, selector labels.Selector) ([]*longhorn.Setting, error) {
-	return ds.settings.list(selector)
-}
-
 // ListSettingsRO returns the cached Settings matching selector; read-only.
 func (ds *DataStore) ListSettingsRO(_ context.Context, selector labels.Selector) ([]*longhorn.Setting, error) {
 	return ds.settings.listRO(selector)
@@ -64,11 +59,6 @@ func (ds *DataStore) UpdateSettingStatus(ctx context.Context, obj *longhorn.Sett
 	return ds.settings.updateStatus(ctx, obj)
 }
 
-// DeleteSetting deletes the Setting name; getters then return its default.
-func (ds *DataStore) DeleteSetting(ctx context.Context, name types.SettingName) error {
-	return ds.settings.delete(ctx, string(name))
-}
-
 // GetSettingValue returns the value of setting name: the Setting object's
 // value, or the definition's default when the object does not exist.
 // Errors: types.ErrUnknownSetting for a name not in the table.
@@ -85,11 +75,6 @@ func (ds *DataStore) GetSettingValue(_ context.Context, name types.SettingName) 
 		return "", err
 	}
 	return s.Value, nil
-}
-
-// GetSettingAsString is GetSettingValue, named like the other typed getters.
-func (ds *DataStore) GetSettingAsString(ctx context.Context, name types.SettingName) (string, error) {
-	return ds.GetSettingValue(ctx, name)
 }
 
 // plainSettingValue returns the value of a setting that must have a single
@@ -123,18 +108,9 @@ func (ds *DataStore) GetSettingAsBool(ctx context.Context, name types.SettingNam
 	return types.ParseSettingBool(name, v)
 }
 
-// GetSettingAsFloat returns a float setting (default when the object is missing).
-func (ds *DataStore) GetSettingAsFloat(ctx context.Context, name types.SettingName) (float64, error) {
-	v, err := ds.plainSettingValue(ctx, name)
-	if err != nil {
-		return 0, err
-	}
-	return types.ParseSettingFloat(name, v)
-}
-
-// GetSettingValueByDataEngine returns a setting's plain value for one data
+// settingValueByDataEngine returns a setting's plain value for one data
 // engine (see types.SettingValueForDataEngine); works for every setting.
-func (ds *DataStore) GetSettingValueByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (string, error) {
+func (ds *DataStore) settingValueByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (string, error) {
 	v, err := ds.GetSettingValue(ctx, name)
 	if err != nil {
 		return "", err
@@ -144,7 +120,7 @@ func (ds *DataStore) GetSettingValueByDataEngine(ctx context.Context, name types
 
 // GetSettingAsIntByDataEngine returns an int setting for one data engine.
 func (ds *DataStore) GetSettingAsIntByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (int64, error) {
-	v, err := ds.GetSettingValueByDataEngine(ctx, name, engine)
+	v, err := ds.settingValueByDataEngine(ctx, name, engine)
 	if err != nil {
 		return 0, err
 	}
@@ -153,18 +129,9 @@ func (ds *DataStore) GetSettingAsIntByDataEngine(ctx context.Context, name types
 
 // GetSettingAsBoolByDataEngine returns a bool setting for one data engine.
 func (ds *DataStore) GetSettingAsBoolByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (bool, error) {
-	v, err := ds.GetSettingValueByDataEngine(ctx, name, engine)
+	v, err := ds.settingValueByDataEngine(ctx, name, engine)
 	if err != nil {
 		return false, err
 	}
 	return types.ParseSettingBool(name, v)
-}
-
-// GetSettingAsFloatByDataEngine returns a float setting for one data engine.
-func (ds *DataStore) GetSettingAsFloatByDataEngine(ctx context.Context, name types.SettingName, engine longhorn.DataEngineType) (float64, error) {
-	v, err := ds.GetSettingValueByDataEngine(ctx, name, engine)
-	if err != nil {
-		return 0, err
-	}
-	return types.ParseSettingFloat(name, v)
 }

@@ -85,11 +85,6 @@ func (s *store[T, P]) listRO(selector labels.Selector) ([]P, error) {
 	return out, nil
 }
 
-func (s *store[T, P]) list(selector labels.Selector) ([]P, error) {
-	ro, err := s.listRO(selector)
-	return deepCopies[T, P](ro), err
-}
-
 // byIndexRO returns the cached objects whose index entry equals value.
 func (s *store[T, P]) byIndexRO(index, value string) ([]P, error) {
 	objs, err := s.informer.GetIndexer().ByIndex(index, value)
@@ -103,11 +98,6 @@ func (s *store[T, P]) byIndexRO(index, value string) ([]P, error) {
 		}
 	}
 	return out, nil
-}
-
-func (s *store[T, P]) byIndex(index, value string) ([]P, error) {
-	ro, err := s.byIndexRO(index, value)
-	return deepCopies[T, P](ro), err
 }
 
 func (s *store[T, P]) create(ctx context.Context, obj P) (P, error) {
@@ -142,15 +132,4 @@ func (s *store[T, P]) delete(ctx context.Context, name string) error {
 		return fmt.Errorf("delete %s %q: %w", s.resource, name, err)
 	}
 	return nil
-}
-
-func deepCopies[T any, P object[T]](in []P) []P {
-	if in == nil {
-		return nil
-	}
-	out := make([]P, len(in))
-	for i, p := range in {
-		out[i] = p.DeepCopy()
-	}
-	return out
 }

@@ -25,11 +25,6 @@ func (ds *DataStore) GetVolumeAttachmentRO(_ context.Context, name string) (*lon
 	return ds.volumeAttachments.getRO(name)
 }
 
-// ListVolumeAttachments returns deep copies of the cached VolumeAttachments matching selector (nil = all).
-func (ds *DataStore) ListVolumeAttachments(_ context.Context, selector labels.Selector) ([]*longhorn.VolumeAttachment, error) {
-	return ds.volumeAttachments.list(selector)
-}
-
 // ListVolumeAttachmentsRO returns the cached VolumeAttachments matching selector (nil = all); read-only.
 func (ds *DataStore) ListVolumeAttachmentsRO(_ context.Context, selector labels.Selector) ([]*longhorn.VolumeAttachment, error) {
 	return ds.volumeAttachments.listRO(selector)

@@ -23,11 +23,6 @@ func (ds *DataStore) GetVolumeRO(_ context.Context, name string) (*longhorn.Volu
 	return ds.volumes.getRO(name)
 }
 
-// ListVolumes returns deep copies of the cached Volumes matching selector (nil = all).
-func (ds *DataStore) ListVolumes(_ context.Context, selector labels.Selector) ([]*longhorn.Volume, error) {
-	return ds.volumes.list(selector)
-}
-
 // ListVolumesRO returns the cached Volumes matching selector (nil = all); read-only.
 func (ds *DataStore) ListVolumesRO(_ context.Context, selector labels.Selector) ([]*longhorn.Volume, error) {
 	return ds.volumes.listRO(selector)

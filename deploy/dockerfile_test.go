@@ -3,6 +3,7 @@ package deploy
 import (
 	"bufio"
 	"os"
+	"os/exec"
 	"path"
 	"path/filepath"
 	"regexp"
@@ -213,18 +214,71 @@ func checkGoVersion(t *testing.T, image string) {
 	}
 }
 
-// checkPackages: the runtime stage installs the node-side tools.
+// checkPackages: the runtime stage installs exactly the packages of
+// package/node-packages.txt, the list make image (hack/image) gives
+// debootstrap: it copies the file in, and its install command reads it
+// (the same filter, run here on the file, yields the file's packages) and
+// names no package of its own.
 func checkPackages(t *testing.T, final stage) {
 	t.Helper()
-	var pkgs []string
-	for _, in := range final.instrs {
+	const list = "package/node-packages.txt"
+	copied := slices.ContainsFunc(final.instrs, func(in instruction) bool {
+		return in.cmd == "COPY" && len(in.args) == 2 && in.args[0] == list
+	})
+	if !copied {
+		t.Fatalf("runtime stage does not COPY %s", list)
+	}
+	var install *instruction
+	for i, in := range final.instrs {
 		if in.cmd == "RUN" && slices.Contains(in.args, "install") {
-			pkgs = append(pkgs, in.args...)
+			install = &final.instrs[i]
 		}
+	}
+	if install == nil {
+		t.Fatal("runtime stage installs no packages")
+	}
+	run := strings.Join(install.args, " ")
+	// The install words: what follows "apt-get install" up to the next &&.
+	_, after, _ := strings.Cut(run, "apt-get install")
+	after, _, _ = strings.Cut(after, "&&")
+	for _, w := range strings.Fields(after) {
+		if !strings.HasPrefix(w, "-") {
+			t.Errorf("Dockerfile line %d installs %q itself; packages belong in %s", install.line, w, list)
+		}
+	}
+	filter := regexp.MustCompile(`(grep [^|]*) \| xargs apt-get install`).FindStringSubmatch(run)
+	if filter == nil || !strings.Contains(filter[1], "/tmp/node-packages.txt") {
+		t.Fatalf("Dockerfile line %d does not read the list with grep ... | xargs apt-get install: %s", install.line, run)
+	}
+	cmd := strings.ReplaceAll(filter[1], "/tmp/node-packages.txt", filepath.Join("..", list))
+	out, err := exec.Command("sh", "-c", cmd).Output()
+	if err != nil {
+		t.Fatalf("%s: %v", cmd, err)
+	}
+	got := strings.Fields(string(out))
+	want := nodePackages(t, filepath.Join("..", list))
+	if !slices.Equal(got, want) {
+		t.Errorf("the Dockerfile's filter yields %v, the list holds %v", got, want)
 	}
 	for _, p := range []string{"iproute2", "e2fsprogs", "xfsprogs", "nfs-common", "util-linux", "open-iscsi", "nbd-client", "ca-certificates"} {
-		if !slices.Contains(pkgs, p) {
-			t.Errorf("runtime image does not install %s", p)
+		if !slices.Contains(want, p) {
+			t.Errorf("%s lacks %s", list, p)
 		}
 	}
+}
+
+// nodePackages reads the package list: one name per line, # comments.
+func nodePackages(t *testing.T, file string) []string {
+	t.Helper()
+	b, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if l = strings.TrimSpace(l); l != "" && !strings.HasPrefix(l, "#") {
+			out = append(out, l)
+		}
+	}
+	return out
 }

@@ -2,6 +2,7 @@ package engineapi
 
 import (
 	"context"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"net"
 	"slices"
 	"testing"
@@ -28,11 +29,11 @@ func (s *stubEngine) note(ctx context.Context, r any) {
 	s.last = r
 }
 
-func (s *stubEngine) VersionDetailGet(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.VersionDetailGetReply, error) {
-	return &enginerpc.VersionDetailGetReply{Version: "v9", ControllerApiVersion: 3, ControllerApiMinVersion: 1}, nil
+func (s *stubEngine) VersionDetailGet(ctx context.Context, _ *emptypb.Empty) (*enginerpc.VersionDetailGetReply, error) {
+	return &enginerpc.VersionDetailGetReply{Version: &enginerpc.VersionOutput{Version: "v9", ControllerAPIVersion: 3, ControllerAPIMinVersion: 1}}, nil
 }
 
-func (s *stubEngine) VolumeGet(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.Volume, error) {
+func (s *stubEngine) VolumeGet(ctx context.Context, _ *emptypb.Empty) (*enginerpc.Volume, error) {
 	s.note(ctx, nil)
 	return &enginerpc.Volume{Name: "vol", Size: 1 << 20, ReplicaCount: 2, Endpoint: "nbd+unix:///vol?socket=/x", Frontend: "nbd", FrontendState: "up", State: "running"}, nil
 }
@@ -47,7 +48,7 @@ func (s *stubEngine) VolumeFrontendStart(ctx context.Context, r *enginerpc.Volum
 	return &enginerpc.Volume{}, nil
 }
 
-func (s *stubEngine) VolumeFrontendShutdown(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.Volume, error) {
+func (s *stubEngine) VolumeFrontendShutdown(ctx context.Context, _ *emptypb.Empty) (*enginerpc.Volume, error) {
 	s.note(ctx, "shutdown")
 	return &enginerpc.Volume{}, nil
 }
@@ -62,53 +63,53 @@ func (s *stubEngine) VolumeRevert(ctx context.Context, r *enginerpc.VolumeRevert
 	return nil, status.Error(codes.NotFound, "no snapshot "+r.GetName())
 }
 
-func (s *stubEngine) SnapshotList(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.SnapshotListReply, error) {
+func (s *stubEngine) SnapshotList(ctx context.Context, _ *emptypb.Empty) (*enginerpc.SnapshotListReply, error) {
 	return &enginerpc.SnapshotListReply{Snapshots: map[string]*enginerpc.Snapshot{
 		"s1": {Name: "s1", Usercreated: true, Size: 8192, Labels: map[string]string{"a": "b"}},
 	}}, nil
 }
 
-func (s *stubEngine) SnapshotRemove(ctx context.Context, r *enginerpc.SnapshotRemoveRequest) (*enginerpc.Empty, error) {
+func (s *stubEngine) SnapshotRemove(ctx context.Context, r *enginerpc.SnapshotRemoveRequest) (*emptypb.Empty, error) {
 	s.note(ctx, r)
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
-func (s *stubEngine) SnapshotPurge(ctx context.Context, r *enginerpc.SnapshotPurgeRequest) (*enginerpc.Empty, error) {
+func (s *stubEngine) SnapshotPurge(ctx context.Context, r *enginerpc.SnapshotPurgeRequest) (*emptypb.Empty, error) {
 	s.note(ctx, r)
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
-func (s *stubEngine) SnapshotPurgeStatus(context.Context, *enginerpc.Empty) (*enginerpc.SnapshotPurgeStatusReply, error) {
+func (s *stubEngine) SnapshotPurgeStatus(context.Context, *emptypb.Empty) (*enginerpc.SnapshotPurgeStatusReply, error) {
 	return &enginerpc.SnapshotPurgeStatusReply{Status: map[string]*enginerpc.SnapshotPurgeStatus{"tcp://r1": {IsPurging: true, Progress: 50}}}, nil
 }
 
-func (s *stubEngine) SnapshotClone(ctx context.Context, r *enginerpc.SnapshotCloneRequest) (*enginerpc.Empty, error) {
+func (s *stubEngine) SnapshotClone(ctx context.Context, r *enginerpc.EngineSnapshotCloneRequest) (*emptypb.Empty, error) {
 	s.note(ctx, r)
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
-func (s *stubEngine) SnapshotCloneStatus(context.Context, *enginerpc.Empty) (*enginerpc.SnapshotCloneStatusReply, error) {
+func (s *stubEngine) SnapshotCloneStatus(context.Context, *emptypb.Empty) (*enginerpc.SnapshotCloneStatusReply, error) {
 	return &enginerpc.SnapshotCloneStatusReply{Status: map[string]*enginerpc.SnapshotCloneStatus{"tcp://r1": {IsCloning: true, SnapshotName: "s1"}}}, nil
 }
 
-func (s *stubEngine) ReplicaAdd(ctx context.Context, r *enginerpc.ReplicaAddRequest) (*enginerpc.Empty, error) {
+func (s *stubEngine) ReplicaAdd(ctx context.Context, r *enginerpc.ReplicaAddRequest) (*emptypb.Empty, error) {
 	s.note(ctx, r)
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
-func (s *stubEngine) ReplicaList(context.Context, *enginerpc.Empty) (*enginerpc.ReplicaListReply, error) {
+func (s *stubEngine) ReplicaList(context.Context, *emptypb.Empty) (*enginerpc.ReplicaListReply, error) {
 	return &enginerpc.ReplicaListReply{Replicas: []*enginerpc.ControllerReplica{
 		{Address: &enginerpc.ReplicaAddress{Address: "tcp://r1", InstanceName: "r-1"}, Mode: enginerpc.ReplicaMode_RW},
 		{Address: &enginerpc.ReplicaAddress{Address: "tcp://r2"}, Mode: enginerpc.ReplicaMode_ERR},
 	}}, nil
 }
 
-func (s *stubEngine) ReplicaDelete(ctx context.Context, r *enginerpc.ReplicaAddress) (*enginerpc.Empty, error) {
+func (s *stubEngine) ReplicaDelete(ctx context.Context, r *enginerpc.ReplicaAddress) (*emptypb.Empty, error) {
 	s.note(ctx, r)
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
-func (s *stubEngine) ReplicaRebuildingStatus(context.Context, *enginerpc.Empty) (*enginerpc.ReplicaRebuildingStatusReply, error) {
+func (s *stubEngine) ReplicaRebuildingStatus(context.Context, *emptypb.Empty) (*enginerpc.ReplicaRebuildingStatusReply, error) {
 	return &enginerpc.ReplicaRebuildingStatusReply{Status: map[string]*enginerpc.ReplicaRebuildStatus{"tcp://r3": {IsRebuilding: true, Progress: 10, FromReplicaAddressList: []string{"tcp://r1"}}}}, nil
 }
 
@@ -129,6 +130,7 @@ func TestEngineClientThroughProxy(t *testing.T) {
 	eng := &stubEngine{}
 	gs := grpc.NewServer()
 	enginerpc.RegisterControllerServiceServer(gs, eng)
+	enginerpc.RegisterControllerExtServiceServer(gs, stubExt{stubEngine: eng})
 	go gs.Serve(l)
 	defer gs.Stop()
 
@@ -210,4 +212,15 @@ func TestEngineClientThroughProxy(t *testing.T) {
 	if eng.last.(*enginerpc.ReplicaAddress).GetAddress() != "tcp://r2" {
 		t.Fatal("replica remove not forwarded")
 	}
+}
+
+// stubExt serves the stub's ControllerExtService methods; the embedded
+// Unimplemented server sits one level deeper, so the stub's methods win.
+type stubExt struct {
+	extBase
+	*stubEngine
+}
+
+type extBase struct {
+	enginerpc.UnimplementedControllerExtServiceServer
 }

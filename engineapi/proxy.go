@@ -3,6 +3,8 @@ package engineapi
 import (
 	"context"
 
+	"google.golang.org/grpc"
+
 	"github.com/longhorn-go/longhorn/instance-manager/imrpc"
 )
 
@@ -16,76 +18,70 @@ type proxyEngineClient struct {
 
 var _ EngineClient = (*proxyEngineClient)(nil)
 
-func (p *proxyEngineClient) fail(call string, err error) error {
-	p.entry.suspect(err)
-	return callError(p.target, call, err)
+// proxyMethod is a ProxyEngineServiceClient method taken as a method
+// expression (imrpc.ProxyEngineServiceClient.VolumeGet, ...).
+type proxyMethod[In, Out any] func(imrpc.ProxyEngineServiceClient, context.Context, In, ...grpc.CallOption) (Out, error)
+
+// proxyCall makes one proxy call with the default per-call timeout (unless
+// ctx has a deadline). A failure marks the connection suspect and is wrapped
+// as "TARGET: CALL: err", keeping the gRPC status for IsNotFound and friends.
+func proxyCall[In, Out any](ctx context.Context, p *proxyEngineClient, call string, m proxyMethod[In, Out], in In) (Out, error) {
+	ctx, cancel := callContext(ctx)
+	defer cancel()
+	out, err := m(p.c, ctx, in)
+	if err != nil {
+		p.entry.suspect(err)
+		return out, callError(p.target, call, err)
+	}
+	return out, nil
 }
 
 func (p *proxyEngineClient) VersionGet(ctx context.Context) (*EngineVersion, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.ServerVersionGet(ctx, p.req)
+	r, err := proxyCall(ctx, p, "ServerVersionGet", imrpc.ProxyEngineServiceClient.ServerVersionGet, p.req)
 	if err != nil {
-		return nil, p.fail("ServerVersionGet", err)
+		return nil, err
 	}
 	return engineVersionFromRPC(r.GetVersion()), nil
 }
 
 func (p *proxyEngineClient) VolumeGet(ctx context.Context) (*Volume, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.VolumeGet(ctx, p.req)
+	r, err := proxyCall(ctx, p, "VolumeGet", imrpc.ProxyEngineServiceClient.VolumeGet, p.req)
 	if err != nil {
-		return nil, p.fail("VolumeGet", err)
+		return nil, err
 	}
 	return volumeFromRPC(r.GetVolume()), nil
 }
 
 func (p *proxyEngineClient) VolumeExpand(ctx context.Context, size int64) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	_, err := p.c.VolumeExpand(ctx, &imrpc.EngineVolumeExpandRequest{ProxyEngineRequest: p.req, Size: size})
-	if err != nil {
-		return p.fail("VolumeExpand", err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "VolumeExpand", imrpc.ProxyEngineServiceClient.VolumeExpand,
+		&imrpc.EngineVolumeExpandRequest{ProxyEngineRequest: p.req, Size: size})
+	return err
 }
 
 func (p *proxyEngineClient) VolumeFrontendStart(ctx context.Context, frontend string) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	_, err := p.c.VolumeFrontendStart(ctx, &imrpc.EngineVolumeFrontendStartRequest{ProxyEngineRequest: p.req, Frontend: frontend})
-	if err != nil {
-		return p.fail("VolumeFrontendStart", err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "VolumeFrontendStart", imrpc.ProxyEngineServiceClient.VolumeFrontendStart,
+		&imrpc.EngineVolumeFrontendStartRequest{ProxyEngineRequest: p.req, Frontend: frontend})
+	return err
 }
 
 func (p *proxyEngineClient) VolumeFrontendShutdown(ctx context.Context) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	if _, err := p.c.VolumeFrontendShutdown(ctx, p.req); err != nil {
-		return p.fail("VolumeFrontendShutdown", err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "VolumeFrontendShutdown", imrpc.ProxyEngineServiceClient.VolumeFrontendShutdown, p.req)
+	return err
 }
 
 func (p *proxyEngineClient) VolumeSnapshot(ctx context.Context, name string, labels map[string]string) (string, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.VolumeSnapshot(ctx, &imrpc.EngineVolumeSnapshotRequest{ProxyEngineRequest: p.req, Name: name, Labels: labels})
+	r, err := proxyCall(ctx, p, "VolumeSnapshot", imrpc.ProxyEngineServiceClient.VolumeSnapshot,
+		&imrpc.EngineVolumeSnapshotRequest{ProxyEngineRequest: p.req, Name: name, Labels: labels})
 	if err != nil {
-		return "", p.fail("VolumeSnapshot", err)
+		return "", err
 	}
 	return r.GetName(), nil
 }
 
 func (p *proxyEngineClient) SnapshotList(ctx context.Context) (map[string]*Snapshot, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.SnapshotList(ctx, p.req)
+	r, err := proxyCall(ctx, p, "SnapshotList", imrpc.ProxyEngineServiceClient.SnapshotList, p.req)
 	if err != nil {
-		return nil, p.fail("SnapshotList", err)
+		return nil, err
 	}
 	out := make(map[string]*Snapshot, len(r.GetDisks()))
 	for name, s := range r.GetDisks() {
@@ -95,38 +91,27 @@ func (p *proxyEngineClient) SnapshotList(ctx context.Context) (map[string]*Snaps
 }
 
 func (p *proxyEngineClient) SnapshotRemove(ctx context.Context, names ...string) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	if _, err := p.c.SnapshotRemove(ctx, &imrpc.EngineSnapshotRemoveRequest{ProxyEngineRequest: p.req, Names: names}); err != nil {
-		return p.fail("SnapshotRemove", err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "SnapshotRemove", imrpc.ProxyEngineServiceClient.SnapshotRemove,
+		&imrpc.EngineSnapshotRemoveRequest{ProxyEngineRequest: p.req, Names: names})
+	return err
 }
 
 func (p *proxyEngineClient) SnapshotRevert(ctx context.Context, name string) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	if _, err := p.c.SnapshotRevert(ctx, &imrpc.EngineSnapshotRevertRequest{ProxyEngineRequest: p.req, Name: name}); err != nil {
-		return p.fail("SnapshotRevert", err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "SnapshotRevert", imrpc.ProxyEngineServiceClient.SnapshotRevert,
+		&imrpc.EngineSnapshotRevertRequest{ProxyEngineRequest: p.req, Name: name})
+	return err
 }
 
 func (p *proxyEngineClient) SnapshotPurge(ctx context.Context, skipIfInProgress bool) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	if _, err := p.c.SnapshotPurge(ctx, &imrpc.EngineSnapshotPurgeRequest{ProxyEngineRequest: p.req, SkipIfInProgress: skipIfInProgress}); err != nil {
-		return p.fail("SnapshotPurge", err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "SnapshotPurge", imrpc.ProxyEngineServiceClient.SnapshotPurge,
+		&imrpc.EngineSnapshotPurgeRequest{ProxyEngineRequest: p.req, SkipIfInProgress: skipIfInProgress})
+	return err
 }
 
 func (p *proxyEngineClient) SnapshotPurgeStatus(ctx context.Context) (map[string]*PurgeStatus, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.SnapshotPurgeStatus(ctx, p.req)
+	r, err := proxyCall(ctx, p, "SnapshotPurgeStatus", imrpc.ProxyEngineServiceClient.SnapshotPurgeStatus, p.req)
 	if err != nil {
-		return nil, p.fail("SnapshotPurgeStatus", err)
+		return nil, err
 	}
 	out := make(map[string]*PurgeStatus, len(r.GetStatus()))
 	for addr, s := range r.GetStatus() {
@@ -136,25 +121,18 @@ func (p *proxyEngineClient) SnapshotPurgeStatus(ctx context.Context) (map[string
 }
 
 func (p *proxyEngineClient) SnapshotClone(ctx context.Context, req SnapshotCloneRequest) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	_, err := p.c.SnapshotClone(ctx, &imrpc.EngineSnapshotCloneRequest{
+	_, err := proxyCall(ctx, p, "SnapshotClone", imrpc.ProxyEngineServiceClient.SnapshotClone, &imrpc.EngineSnapshotCloneRequest{
 		ProxyEngineRequest: p.req, FromEngineAddress: req.FromEngineAddress, FromVolumeName: req.FromVolumeName,
 		SnapshotName: req.SnapshotName, ExportBackingImageIfExist: req.ExportBackingImageIfExist,
 		FileSyncHttpClientTimeout: req.FileSyncHTTPClientTimeout,
 	})
-	if err != nil {
-		return p.fail("SnapshotClone", err)
-	}
-	return nil
+	return err
 }
 
 func (p *proxyEngineClient) SnapshotCloneStatus(ctx context.Context) (map[string]*CloneStatus, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.SnapshotCloneStatus(ctx, p.req)
+	r, err := proxyCall(ctx, p, "SnapshotCloneStatus", imrpc.ProxyEngineServiceClient.SnapshotCloneStatus, p.req)
 	if err != nil {
-		return nil, p.fail("SnapshotCloneStatus", err)
+		return nil, err
 	}
 	out := make(map[string]*CloneStatus, len(r.GetStatus()))
 	for addr, s := range r.GetStatus() {
@@ -167,25 +145,18 @@ func (p *proxyEngineClient) SnapshotCloneStatus(ctx context.Context) (map[string
 }
 
 func (p *proxyEngineClient) ReplicaAdd(ctx context.Context, req ReplicaAddRequest) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	_, err := p.c.ReplicaAdd(ctx, &imrpc.EngineReplicaAddRequest{
+	_, err := proxyCall(ctx, p, "ReplicaAdd "+req.Address, imrpc.ProxyEngineServiceClient.ReplicaAdd, &imrpc.EngineReplicaAddRequest{
 		ProxyEngineRequest: p.req, ReplicaAddress: req.Address, ReplicaName: req.InstanceName,
 		Restore: req.Restore, Size: req.Size, CurrentSize: req.CurrentSize, FastSync: req.FastSync,
 		FileSyncHttpClientTimeout: req.FileSyncHTTPClientTimeout, ConcurrentSyncLimit: req.ConcurrentSyncLimit,
 	})
-	if err != nil {
-		return p.fail("ReplicaAdd "+req.Address, err)
-	}
-	return nil
+	return err
 }
 
 func (p *proxyEngineClient) ReplicaList(ctx context.Context) ([]Replica, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.ReplicaList(ctx, p.req)
+	r, err := proxyCall(ctx, p, "ReplicaList", imrpc.ProxyEngineServiceClient.ReplicaList, p.req)
 	if err != nil {
-		return nil, p.fail("ReplicaList", err)
+		return nil, err
 	}
 	out := make([]Replica, 0, len(r.GetReplicaList()))
 	for _, rep := range r.GetReplicaList() {
@@ -195,21 +166,15 @@ func (p *proxyEngineClient) ReplicaList(ctx context.Context) ([]Replica, error) 
 }
 
 func (p *proxyEngineClient) ReplicaRemove(ctx context.Context, address, instanceName string) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	_, err := p.c.ReplicaRemove(ctx, &imrpc.EngineReplicaRemoveRequest{ProxyEngineRequest: p.req, ReplicaAddress: address, ReplicaName: instanceName})
-	if err != nil {
-		return p.fail("ReplicaRemove "+address, err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "ReplicaRemove "+address, imrpc.ProxyEngineServiceClient.ReplicaRemove,
+		&imrpc.EngineReplicaRemoveRequest{ProxyEngineRequest: p.req, ReplicaAddress: address, ReplicaName: instanceName})
+	return err
 }
 
 func (p *proxyEngineClient) ReplicaRebuildingStatus(ctx context.Context) (map[string]*RebuildStatus, error) {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	r, err := p.c.ReplicaRebuildingStatus(ctx, p.req)
+	r, err := proxyCall(ctx, p, "ReplicaRebuildingStatus", imrpc.ProxyEngineServiceClient.ReplicaRebuildingStatus, p.req)
 	if err != nil {
-		return nil, p.fail("ReplicaRebuildingStatus", err)
+		return nil, err
 	}
 	out := make(map[string]*RebuildStatus, len(r.GetStatus()))
 	for addr, s := range r.GetStatus() {
@@ -222,11 +187,7 @@ func (p *proxyEngineClient) ReplicaRebuildingStatus(ctx context.Context) (map[st
 }
 
 func (p *proxyEngineClient) ReplicaVerifyRebuild(ctx context.Context, address, instanceName string) error {
-	ctx, cancel := callContext(ctx)
-	defer cancel()
-	_, err := p.c.ReplicaVerifyRebuild(ctx, &imrpc.EngineReplicaVerifyRebuildRequest{ProxyEngineRequest: p.req, ReplicaAddress: address, ReplicaName: instanceName})
-	if err != nil {
-		return p.fail("ReplicaVerifyRebuild "+address, err)
-	}
-	return nil
+	_, err := proxyCall(ctx, p, "ReplicaVerifyRebuild "+address, imrpc.ProxyEngineServiceClient.ReplicaVerifyRebuild,
+		&imrpc.EngineReplicaVerifyRebuildRequest{ProxyEngineRequest: p.req, ReplicaAddress: address, ReplicaName: instanceName})
+	return err
 }

@@ -11,6 +11,19 @@ const (
 	CurrentProxyAPIVersion           = 1
 )
 
+// The engine API versions the manager speaks (Longhorn's engineapi
+// CurrentCLIAPIVersion and friends): the engine binary of this build
+// reports the same ones (engine/controller VersionDetailGet), and the
+// manager's EngineImage status shows them.
+const (
+	MinCLIAPIVersion            = 8
+	CurrentCLIAPIVersion        = 9
+	MinControllerAPIVersion     = 5
+	CurrentControllerAPIVersion = 5
+	MinDataFormatVersion        = 1
+	CurrentDataFormatVersion    = 1
+)
+
 // CheckCompatibility returns an error wrapping ErrIncompatible when the
 // instance manager's [Min, Current] ranges do not overlap the client's
 // (Longhorn's CheckInstanceManagerCompatibility rule, applied to both the

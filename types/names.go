@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"strconv"
+	"strings"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
@@ -122,4 +123,19 @@ func ReplicaLabels(volume, node, diskUUID string) map[string]string {
 		l[LonghornLabelDiskUUID] = diskUUID
 	}
 	return l
+}
+
+// DiskRemovalRefused is Longhorn's message for removing a disk that still
+// allows scheduling or holds replicas (webhook node validator); Longhorn's
+// tests and UI match "Please disable the disk".
+func DiskRemovalRefused(node, path string) string {
+	return fmt.Sprintf("Delete Disk on node %s error: Please disable the disk %s and remove all replicas and backing images first", node, path)
+}
+
+// EngineImageName returns "ei-" + the first 8 hex digits of the SHA-512 of
+// the trimmed image (Longhorn's GetEngineImageChecksumName), the name of
+// the EngineImage object of that image.
+func EngineImageName(image string) string {
+	sum := sha512.Sum512([]byte(strings.TrimSpace(image)))
+	return "ei-" + hex.EncodeToString(sum[:])[:8]
 }

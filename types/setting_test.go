@@ -131,7 +131,7 @@ func TestValidateSettingBoundaries(t *testing.T) {
 	}{
 		{"default-replica-count", "1", true, ""},
 		{"default-replica-count", "20", true, ""},
-		{"default-replica-count", "0", false, "default-replica-count: must be at least 1"},
+		{"default-replica-count", "0", false, "setting default-replica-count with invalid value 0: must be at least 1"},
 		{"default-replica-count", "21", false, "must be at most 20"},
 		{"default-replica-count", "three", false, "must be an integer"},
 		{"default-replica-count", `{"v1":"2","v2":"3"}`, true, ""},
@@ -219,5 +219,37 @@ func TestDisplayNameAndDataEngines(t *testing.T) {
 	}
 	if d, _ := GetSettingDefinition(SettingNameDataEngineMemorySize); len(d.DataEngines()) != 1 {
 		t.Errorf("data-engine-memory-size covers %v, want only v2", d.DataEngines())
+	}
+}
+
+// TestNormalizeSettingValue: Longhorn stores a per-data-engine setting as a
+// JSON object keyed by data engine (test_settings.robot: default-replica-count
+// "1" reads back {"v1":"1","v2":"1"}); invalid per-engine values are refused.
+func TestNormalizeSettingValue(t *testing.T) {
+	for _, c := range []struct{ name, in, want string }{
+		{"default-replica-count", "3", `{"v1":"3","v2":"3"}`},
+		{"default-replica-count", `{"v2":"10", "v1":"5"}`, `{"v1":"5","v2":"10"}`},
+		{"disable-revision-counter", `{"v1":"false"}`, `{"v1":"false"}`},
+		{"disable-revision-counter", "true", `{"v1":"true"}`},
+		{"auto-salvage", "true", "true"},
+	} {
+		if err := ValidateSetting(c.name, c.in); err != nil {
+			t.Errorf("ValidateSetting(%s, %s) = %v", c.name, c.in, err)
+			continue
+		}
+		if got, err := NormalizeSettingValue(SettingName(c.name), c.in); err != nil || got != c.want {
+			t.Errorf("NormalizeSettingValue(%s, %s) = %q, %v; want %q", c.name, c.in, got, err, c.want)
+		}
+	}
+	for _, c := range []struct{ name, in string }{
+		{"disable-revision-counter", `{"v1":"true","v2":"true"}`},
+		{"disable-revision-counter", `{"v2":"true"}`},
+		{"disable-revision-counter", `{"v3":"true"}`},
+		{"default-replica-count", `{}`},
+	} {
+		err := ValidateSetting(c.name, c.in)
+		if err == nil || !strings.Contains(err.Error(), "failed to set the setting "+c.name+" with invalid value") {
+			t.Errorf("ValidateSetting(%s, %s) = %v, want Longhorn's invalid value error", c.name, c.in, err)
+		}
 	}
 }

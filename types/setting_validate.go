@@ -19,8 +19,9 @@ var ErrUnknownSetting = errors.New("unknown setting")
 var ErrInvalidSettingValue = errors.New("invalid setting value")
 
 // SettingValueError reports a value a setting does not accept. Its message
-// names the setting, the value and the limit, e.g.
-// `invalid value "21" for setting default-replica-count: must be at most 20`.
+// has Longhorn's wording (datastore ValidateSetting, which Longhorn's tests
+// match) and names the setting, the value and the limit, e.g.
+// `failed to set the setting default-replica-count with invalid value 21: must be at most 20`.
 type SettingValueError struct {
 	Name   SettingName
 	Value  string
@@ -28,7 +29,7 @@ type SettingValueError struct {
 }
 
 func (e *SettingValueError) Error() string {
-	return fmt.Sprintf("invalid value %q for setting %s: %s", e.Value, e.Name, e.Reason)
+	return fmt.Sprintf("failed to set the setting %s with invalid value %s: %s", e.Name, e.Value, e.Reason)
 }
 
 // Unwrap makes errors.Is(err, ErrInvalidSettingValue) true.
@@ -58,6 +59,10 @@ func validateEngineValues(def SettingDefinition, value string) error {
 		return &SettingValueError{Name: def.Name, Value: value, Reason: "must be a plain value or a JSON object of strings keyed by data engine: " + err.Error()}
 	}
 	allowed := def.DataEngines()
+	if len(m) == 0 {
+		return &SettingValueError{Name: def.Name, Value: value,
+			Reason: fmt.Sprintf("the JSON object must give a value for at least one data engine of %v", allowed)}
+	}
 	for engine, v := range m {
 		if !slices.Contains(allowed, engine) {
 			return &SettingValueError{Name: def.Name, Value: value,

@@ -1,6 +1,7 @@
 package types
 
 import (
+	"encoding/json"
 	"fmt"
 	"strconv"
 	"strings"
@@ -53,6 +54,38 @@ func SettingValueForDataEngine(name SettingName, value string, engine longhorn.D
 			Reason: fmt.Sprintf("setting does not apply to data engine %q", engine)}
 	}
 	return v, nil
+}
+
+// NormalizeSettingValue returns the value Longhorn stores for a valid value
+// of setting name: a plain value of a data-engine-specific setting becomes
+// the JSON object that gives it to every data engine the setting covers
+// ("3" -> {"v1":"3","v2":"3"}), and a JSON object is re-encoded compactly
+// with sorted keys; other values are returned unchanged. Call it after
+// ValidateSetting. Errors: the setting is unknown, or the JSON is malformed.
+func NormalizeSettingValue(name SettingName, value string) (string, error) {
+	def, ok := GetSettingDefinition(name)
+	if !ok {
+		return "", fmt.Errorf("%w: %q", ErrUnknownSetting, name)
+	}
+	if !def.DataEngineSpecific {
+		return value, nil
+	}
+	m := map[longhorn.DataEngineType]string{}
+	if isJSONObject(value) {
+		var err error
+		if m, err = parseEngineJSON(value); err != nil {
+			return "", &SettingValueError{Name: name, Value: value, Reason: "malformed data engine JSON: " + err.Error()}
+		}
+	} else {
+		for _, engine := range def.DataEngines() {
+			m[engine] = value
+		}
+	}
+	out, err := json.Marshal(m)
+	if err != nil {
+		return "", err
+	}
+	return string(out), nil
 }
 
 // ParseSettingBool parses a bool setting value ("true" or "false").

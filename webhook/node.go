@@ -7,15 +7,19 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
 )
 
-// tagRegexp is Longhorn's tag pattern (util.ValidateTags).
-var tagRegexp = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
+// groupRegexp is the pattern of recurring job group names (they become
+// label name parts).
+var groupRegexp = regexp.MustCompile(`^[a-zA-Z0-9_.-]+$`)
 
 // diskNameRegexp: disk keys are used in paths and label values.
 var diskNameRegexp = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]{0,62}$`)
@@ -96,10 +100,12 @@ func jsonPointerEscape(s string) string {
 	return string(out)
 }
 
+// validateTags accepts Kubernetes qualified names ("fast", "example.com/ssd"),
+// as Longhorn's util.ValidateTags does.
 func validateTags(field string, tags []string) error {
 	for i, t := range tags {
-		if !tagRegexp.MatchString(t) {
-			return Invalid(fmt.Sprintf("%s[%d]", field, i), "tag %q may only hold letters, digits, '_', '.' and '-'", t)
+		if errs := validation.IsQualifiedName(t); len(errs) > 0 {
+			return Invalid(fmt.Sprintf("%s[%d]", field, i), "tag %q is not a qualified name: %s", t, strings.Join(errs, "; "))
 		}
 	}
 	return nil
@@ -147,18 +153,16 @@ func validateNodeSpec(n *longhorn.Node) error {
 }
 
 // validateDiskRemoval refuses to drop a disk that still allows scheduling or
-// still holds replicas (Longhorn: disable the disk and evict first).
+// still holds replicas, with Longhorn's message (webhook node validator),
+// which Longhorn's tests and UI match.
 func validateDiskRemoval(old, n *longhorn.Node) error {
 	for name, d := range old.Spec.Disks {
 		if _, kept := n.Spec.Disks[name]; kept {
 			continue
 		}
-		field := "spec.disks[" + name + "]"
-		if d.AllowScheduling {
-			return Invalid(field, "disable scheduling on the disk before removing it")
-		}
-		if st := old.Status.DiskStatus[name]; st != nil && len(st.ScheduledReplica) > 0 {
-			return Invalid(field, "still holds %d replica(s); evict them before removing the disk", len(st.ScheduledReplica))
+		st := old.Status.DiskStatus[name]
+		if d.AllowScheduling || (st != nil && (len(st.ScheduledReplica) > 0 || st.StorageScheduled != 0)) {
+			return Invalid("spec.disks["+name+"]", "%s", types.DiskRemovalRefused(old.Name, d.Path))
 		}
 	}
 	return nil

@@ -38,6 +38,10 @@ func RecurringJobKind(store RecurringJobStore) Kind[*longhorn.RecurringJob] {
 	}
 }
 
+// DefaultRecurringJobConcurrency is the concurrency of a RecurringJob
+// created without one (Longhorn's default: 10 volumes at once).
+const DefaultRecurringJobConcurrency = 10
+
 func mutateRecurringJob(j *longhorn.RecurringJob) []PatchOp {
 	var ops []PatchOp
 	add := func(path string, v any) { ops = append(ops, PatchOp{Op: "add", Path: path, Value: v}) }
@@ -48,7 +52,7 @@ func mutateRecurringJob(j *longhorn.RecurringJob) []PatchOp {
 		add("/spec/retentionPolicy", longhorn.RecurringJobRetentionPolicyCountBased)
 	}
 	if j.Spec.Concurrency == 0 {
-		add("/spec/concurrency", 1)
+		add("/spec/concurrency", DefaultRecurringJobConcurrency)
 	}
 	if j.Spec.Groups == nil {
 		add("/spec/groups", []string{})
@@ -86,7 +90,7 @@ func validateRecurringJob(j *longhorn.RecurringJob, maxRetain int) error {
 		return Invalid("spec.concurrency", "%d must be at least 1", s.Concurrency)
 	}
 	for i, g := range s.Groups {
-		if !tagRegexp.MatchString(g) {
+		if !groupRegexp.MatchString(g) {
 			return Invalid(fmt.Sprintf("spec.groups[%d]", i), "group %q may only hold letters, digits, '_', '.' and '-'", g)
 		}
 	}

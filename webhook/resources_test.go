@@ -2,6 +2,7 @@ package webhook
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -27,10 +28,11 @@ func TestValidateNode(t *testing.T) {
 		field  string
 	}{
 		{"valid", func(*longhorn.Node) {}, ""},
+		{"qualified-name tags", func(n *longhorn.Node) { n.Spec.Tags = []string{"example.com/fast", "zone_a.1"} }, ""},
 		{"bad node tag", func(n *longhorn.Node) { n.Spec.Tags = []string{"a b"} }, "spec.tags[0]"},
 		{"bad disk tag", func(n *longhorn.Node) {
 			d := n.Spec.Disks["disk-2"]
-			d.Tags = []string{"x/y"}
+			d.Tags = []string{"x/y/z"}
 			n.Spec.Disks["disk-2"] = d
 		}, "spec.disks[disk-2].tags[0]"},
 		{"relative path", func(n *longhorn.Node) { d := n.Spec.Disks["disk-2"]; d.Path = "mnt/disk2"; n.Spec.Disks["disk-2"] = d }, "spec.disks[disk-2].path"},
@@ -71,7 +73,11 @@ func TestValidateDiskRemoval(t *testing.T) {
 	delete(n.Spec.Disks, "disk-2")
 	checkField(t, validateDiskRemoval(old, n), "") // disabled, no replicas
 	old.Status.DiskStatus = map[string]*longhorn.DiskStatus{"disk-2": {ScheduledReplica: map[string]int64{"r1": 1}}}
-	checkField(t, validateDiskRemoval(old, n), "spec.disks[disk-2]") // still holds a replica
+	err := validateDiskRemoval(old, n)
+	checkField(t, err, "spec.disks[disk-2]") // still holds a replica
+	if err == nil || !strings.Contains(err.Error(), "Please disable the disk /mnt/disk2 and remove all replicas") {
+		t.Errorf("disk removal error %v lacks Longhorn's text", err)
+	}
 }
 
 func TestMutateNodeSortsTags(t *testing.T) {
@@ -209,6 +215,18 @@ func TestValidateRecurringJob(t *testing.T) {
 	}
 	k := RecurringJobKind(fixedRetention(100))
 	checkField(t, k.Validate(context.Background(), Request[*longhorn.RecurringJob]{Operation: admissionv1.Create, Object: job()}), "")
+}
+
+// A job created without concurrency gets Longhorn's default, 10.
+func TestRecurringJobConcurrencyDefault(t *testing.T) {
+	j := &longhorn.RecurringJob{Spec: longhorn.RecurringJobSpec{Cron: "0 * * * *", Task: "snapshot", Retain: 1}}
+	if got := applyJobOps(j, mutateRecurringJob(j)).Spec.Concurrency; got != 10 {
+		t.Fatalf("default concurrency %d, want 10", got)
+	}
+	j.Spec.Concurrency = 3
+	if got := applyJobOps(j, mutateRecurringJob(j)).Spec.Concurrency; got != 3 {
+		t.Fatalf("given concurrency became %d, want 3", got)
+	}
 }
 
 func applyJobOps(j *longhorn.RecurringJob, ops []PatchOp) *longhorn.RecurringJob {

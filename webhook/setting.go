@@ -27,12 +27,17 @@ var restartingSettings = map[types.SettingName]bool{
 
 // SettingKind is the admission registration for settings: the name must be
 // a known setting and the value must pass types.ValidateSetting (type,
-// range, choices, per-data-engine JSON).
+// range, choices, per-data-engine JSON). Mutation stores a valid value of a
+// per-data-engine setting as Longhorn does, a JSON object keyed by data
+// engine ("3" -> {"v1":"3","v2":"3"}).
 func SettingKind(store SettingStore) Kind[*longhorn.Setting] {
 	return Kind[*longhorn.Setting]{
 		Resource:   "settings",
 		New:        func() *longhorn.Setting { return &longhorn.Setting{} },
 		Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
+		Mutate: func(_ context.Context, req Request[*longhorn.Setting]) ([]PatchOp, error) {
+			return normalizeSetting(req.Object), nil
+		},
 		Validate: func(ctx context.Context, req Request[*longhorn.Setting]) error {
 			s := req.Object
 			if err := types.ValidateSetting(s.Name, s.Value); err != nil {
@@ -57,4 +62,18 @@ func SettingKind(store SettingStore) Kind[*longhorn.Setting] {
 			return nil
 		},
 	}
+}
+
+// normalizeSetting patches a valid value into its stored form
+// (types.NormalizeSettingValue); invalid values are left for validation
+// to refuse with the value the user gave.
+func normalizeSetting(s *longhorn.Setting) []PatchOp {
+	if types.ValidateSetting(s.Name, s.Value) != nil {
+		return nil
+	}
+	v, err := types.NormalizeSettingValue(types.SettingName(s.Name), s.Value)
+	if err != nil || v == s.Value {
+		return nil
+	}
+	return []PatchOp{{Op: "replace", Path: "/value", Value: v}}
 }

@@ -24,7 +24,8 @@ const (
 	MaxReplicaCount = 20
 	// NameMaximumLength bounds volume names so that child names and label
 	// values stay valid (Longhorn's datastore.NameMaximumLength; a CSI
-	// "pvc-<uuid>" name is exactly 40).
+	// "pvc-<uuid>" name is exactly 40). kubectl, REST and the UI all meet
+	// this one limit, with ValidateName's message.
 	NameMaximumLength = 40
 	// FinalizerName is the finalizer the manager puts on volumes.
 	FinalizerName = "longhorn.io"
@@ -47,6 +48,7 @@ type VolumeStore interface {
 	VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error)
 	// DataEngineEnabled reports v1-data-engine / v2-data-engine.
 	DataEngineEnabled(engine longhorn.DataEngineType) (bool, error)
+	ExpansionStore
 }
 
 // VolumeKind is the admission registration for volumes.
@@ -61,13 +63,20 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 			if engine == "" {
 				engine = longhorn.DataEngineTypeV1
 			}
+			if req.Operation == admissionv1.Create {
+				// Refuse a bad name before the mutation turns it into a
+				// label the API server would refuse with its own message.
+				if err := ValidateName("metadata.name", req.Object.Name); err != nil {
+					return nil, err
+				}
+			}
 			d, err := store.VolumeDefaults(engine)
 			if err != nil {
 				return nil, fmt.Errorf("read volume defaults: %w", err)
 			}
 			return mutateVolume(req.Object, req.Operation == admissionv1.Create, d), nil
 		},
-		Validate: func(_ context.Context, req Request[*longhorn.Volume]) error {
+		Validate: func(ctx context.Context, req Request[*longhorn.Volume]) error {
 			if req.Operation == admissionv1.Create {
 				on, err := store.DataEngineEnabled(req.Object.Spec.DataEngine)
 				if err != nil {
@@ -78,13 +87,27 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 				}
 				return validateVolume(req.Object)
 			}
-			return validateVolumeUpdate(req.Old, req.Object)
+			if err := validateVolumeUpdate(req.Old, req.Object); err != nil {
+				return err
+			}
+			if req.Object.Spec.Size <= req.Old.Spec.Size || req.Object.DeletionTimestamp != nil {
+				return nil
+			}
+			in, err := store.Expansion(ctx, req.Object)
+			if err != nil {
+				return err
+			}
+			return checkExpansion(in, req.Old.Spec.Size, req.Object.Spec.Size)
 		},
 	}
 }
 
+// maxSize is the largest size a quantity may give (int64 bytes).
+var maxSize = resource.NewQuantity(1<<63-1, resource.BinarySI)
+
 // ParseSize parses a volume size: a byte count ("2147483648") or a
-// Kubernetes quantity ("2Gi", "500M"). It must be positive.
+// Kubernetes quantity ("2Gi", "1.5Gi", "500M"). It must be a positive whole
+// number of bytes below 2^63.
 func ParseSize(field, s string) (int64, error) {
 	if s == "" {
 		return 0, Invalid(field, "must be set (bytes or a quantity such as 1Gi)")
@@ -99,9 +122,13 @@ func ParseSize(field, s string) (int64, error) {
 	if err != nil {
 		return 0, Invalid(field, "%q is neither a byte count nor a quantity such as 1Gi", s)
 	}
-	n, ok := q.AsInt64()
-	if !ok || n <= 0 {
-		return 0, Invalid(field, "%q must be a positive whole number of bytes below 2^63", s)
+	// ParseQuantity caps what overflows int64 at the maximum.
+	if q.Sign() <= 0 || q.Cmp(*maxSize) >= 0 {
+		return 0, Invalid(field, "%q must be greater than 0 and below 2^63 bytes", s)
+	}
+	n := q.Value() // rounded up to a whole byte
+	if q.Cmp(*resource.NewQuantity(n, q.Format)) != 0 {
+		return 0, Invalid(field, "%q is not a whole number of bytes", s)
 	}
 	return n, nil
 }
@@ -112,6 +139,14 @@ func RoundUpSize(n int64) int64 {
 		return SizeAlignment
 	}
 	return (n + SizeAlignment - 1) / SizeAlignment * SizeAlignment
+}
+
+// restoresData reports whether the volume takes its data (and so its size)
+// from elsewhere: spec.fromBackup or spec.dataSource.
+func restoresData(spec map[string]any) bool {
+	fb, _ := spec["fromBackup"].(string)
+	ds, _ := spec["dataSource"].(string)
+	return fb != "" || ds != ""
 }
 
 // normalizeVolumeSize rewrites spec.size of the raw object into a byte
@@ -137,10 +172,13 @@ func normalizeVolumeSize(raw []byte) ([]byte, []PatchOp, error) {
 	default:
 		return nil, nil, Invalid("spec.size", "must be a string of bytes or a quantity, got %T", v)
 	}
-	n, err := ParseSize("spec.size", s)
-	if err != nil {
-		return nil, nil, err
-	}
+	var n int64
+	if s != "" || restoresData(spec) {
+		var err error
+		if n, err = ParseSize("spec.size", s); err != nil {
+			return nil, nil, err
+		}
+	} // else: no size is 0, rounded up to the 2 MiB minimum as Longhorn's mutator does
 	want := strconv.FormatInt(RoundUpSize(n), 10)
 	if want == s {
 		return raw, nil, nil
@@ -153,42 +191,46 @@ func normalizeVolumeSize(raw []byte) ([]byte, []PatchOp, error) {
 	return out, []PatchOp{{Op: "replace", Path: "/spec/size", Value: want}}, nil
 }
 
+// createDefaults are the defaults only a new volume gets: replica count,
+// data locality, engine image, stale-replica timeout, backup compression and
+// the finalizer.
+func createDefaults(v *longhorn.Volume, d VolumeDefaults) []PatchOp {
+	s := &v.Spec
+	var ops []PatchOp
+	for _, c := range []struct {
+		empty bool
+		path  string
+		value any
+	}{
+		{s.NumberOfReplicas == 0, "/spec/numberOfReplicas", d.ReplicaCount},
+		{s.DataLocality == "", "/spec/dataLocality", d.DataLocality},
+		{s.Image == "", "/spec/image", d.EngineImage},
+		{s.StaleReplicaTimeout == 0, "/spec/staleReplicaTimeout", 2880},
+		{s.BackupCompressionMethod == "" && d.BackupCompression != "", "/spec/backupCompressionMethod", d.BackupCompression},
+		{v.Finalizers == nil, "/metadata/finalizers", []string{FinalizerName}},
+		{v.Finalizers != nil && !hasFinalizer(v.Finalizers), "/metadata/finalizers/-", FinalizerName},
+	} {
+		if c.empty {
+			ops = append(ops, PatchOp{Op: "add", Path: c.path, Value: c.value})
+		}
+	}
+	return ops
+}
+
 // mutateVolume fills defaults (Longhorn's volume mutator): replica count,
 // data locality, access mode, engine image, empty enums as "ignored",
 // empty selectors as [], the finalizer and the volume label.
 func mutateVolume(v *longhorn.Volume, create bool, d VolumeDefaults) []PatchOp {
 	var ops []PatchOp
 	set := func(path string, value any) { ops = append(ops, PatchOp{Op: "add", Path: path, Value: value}) }
-	add := func(path string, value any) { ops = append(ops, PatchOp{Op: "add", Path: path, Value: value}) }
 	s := &v.Spec
 	if create {
-		if s.NumberOfReplicas == 0 {
-			add("/spec/numberOfReplicas", d.ReplicaCount)
-		}
-		if s.DataLocality == "" {
-			add("/spec/dataLocality", d.DataLocality)
-		}
-		if s.Image == "" {
-			add("/spec/image", d.EngineImage)
-		}
-		if s.StaleReplicaTimeout == 0 {
-			add("/spec/staleReplicaTimeout", 2880)
-		}
-		if s.BackupCompressionMethod == "" && d.BackupCompression != "" {
-			add("/spec/backupCompressionMethod", d.BackupCompression)
-		}
-		if !hasFinalizer(v.Finalizers) {
-			if v.Finalizers == nil {
-				add("/metadata/finalizers", []string{FinalizerName})
-			} else {
-				add("/metadata/finalizers/-", FinalizerName)
-			}
-		}
+		ops = append(ops, createDefaults(v, d)...)
 	}
 	if v.Labels == nil {
-		add("/metadata/labels", map[string]string{"longhornvolume": v.Name})
+		set("/metadata/labels", map[string]string{"longhornvolume": v.Name})
 	} else if v.Labels["longhornvolume"] != v.Name {
-		add("/metadata/labels/longhornvolume", v.Name)
+		set("/metadata/labels/longhornvolume", v.Name)
 	}
 	defaults := []struct {
 		empty bool

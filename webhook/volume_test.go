@@ -1,10 +1,13 @@
 package webhook
 
 import (
+	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -27,6 +30,11 @@ func TestParseAndRoundSize(t *testing.T) {
 		{"", 0, true},
 		{"lots", 0, true},
 		{"1.5m", 0, true}, // not a whole number of bytes
+		{"1.5Gi", 1610612736, false},
+		{"0.5Ki", 2 << 20, false},
+		{"1.1", 0, true},
+		{"9Ei", 0, true}, // over 2^63
+		{"1e3", 2 << 20, false},
 	}
 	for _, tc := range cases {
 		n, err := ParseSize("spec.size", tc.in)
@@ -59,10 +67,15 @@ func TestNormalizeVolumeSize(t *testing.T) {
 	if out, ops, err := normalizeVolumeSize(same); err != nil || len(ops) != 0 || string(out) != string(same) {
 		t.Fatalf("already normalized: %s %v %v", out, ops, err)
 	}
-	for _, bad := range []string{`{"spec":{}}`, `{"spec":{"size":true}}`, `{}`, `[`} {
+	for _, bad := range []string{`{"spec":{"size":true}}`, `{"spec":{"fromBackup":"s3://b?backup=x&volume=v"}}`, `{}`, `[`} {
 		if _, _, err := normalizeVolumeSize([]byte(bad)); err == nil {
 			t.Errorf("%s accepted", bad)
 		}
+	}
+	// No size: Longhorn's mutator rounds 0 up to the 2 MiB minimum.
+	out, ops, err = normalizeVolumeSize([]byte(`{"spec":{}}`))
+	if err != nil || len(ops) != 1 || ops[0].Value != "2097152" || !strings.Contains(string(out), `"size":"2097152"`) {
+		t.Fatalf("no size: %s %+v %v", out, ops, err)
 	}
 }
 
@@ -214,4 +227,37 @@ func TestValidateVolumeUpdate(t *testing.T) {
 	v := old.DeepCopy()
 	v.Spec.BackingImage = "b"
 	checkField(t, validateVolumeUpdate(old, v), "spec.backingImage")
+}
+
+type stubVolumeStore struct{}
+
+func (stubVolumeStore) VolumeDefaults(longhorn.DataEngineType) (VolumeDefaults, error) {
+	return VolumeDefaults{ReplicaCount: 3, DataLocality: longhorn.DataLocalityDisabled, EngineImage: "longhorn:dev"}, nil
+}
+func (stubVolumeStore) DataEngineEnabled(longhorn.DataEngineType) (bool, error) { return true, nil }
+func (stubVolumeStore) Expansion(context.Context, *longhorn.Volume) (ExpansionInput, error) {
+	return ExpansionInput{}, nil
+}
+
+// One name limit with one message, whatever the length: the mutator refuses
+// a name over 40 characters itself (the 63-byte label limit of the API
+// server is never reached), and the validator says the same.
+func TestVolumeNameLimitIsOneMessage(t *testing.T) {
+	k := VolumeKind(stubVolumeStore{})
+	for _, n := range []int{41, 63, 64, 200} {
+		v := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", n)}, Spec: longhorn.VolumeSpec{Size: 1 << 30}}
+		req := Request[*longhorn.Volume]{Operation: admissionv1.Create, Object: v}
+		_, err := k.Mutate(context.Background(), req)
+		want := fmt.Sprintf("metadata.name: volume name %q is %d characters; the limit is 40", v.Name, n)
+		if err == nil || err.Error() != want {
+			t.Errorf("mutate %d characters: %v, want %q", n, err, want)
+		}
+		if err := validateVolume(v); err == nil || err.Error() != want {
+			t.Errorf("validate %d characters: %v", n, err)
+		}
+	}
+	ok := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: strings.Repeat("a", 40)}}
+	if ops, err := k.Mutate(context.Background(), Request[*longhorn.Volume]{Operation: admissionv1.Create, Object: ok}); err != nil || len(ops) == 0 {
+		t.Fatalf("40 characters: %v %v", ops, err)
+	}
 }

@@ -25,7 +25,7 @@ func oneOf[T ~string](field string, value T, allowed ...T) error {
 // NameMaximumLength characters.
 func ValidateName(field, name string) error {
 	if len(name) > NameMaximumLength {
-		return Invalid(field, "%q is %d characters, the limit is %d", name, len(name), NameMaximumLength)
+		return Invalid(field, "volume name %q is %d characters; the limit is %d", name, len(name), NameMaximumLength)
 	}
 	if !nameRegexp.MatchString(name) {
 		return Invalid(field, "%q must be 2 or more lowercase letters, digits, '-', '_' or '.', starting with a letter or digit", name)

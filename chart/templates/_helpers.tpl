@@ -22,10 +22,15 @@ Image tag: image.longhorn.tag, else the chart's appVersion.
 {{- end -}}
 
 {{/*
-The one image every Longhorn component runs: repository:tag.
+The one image every Longhorn component runs: [registry/]repository:tag,
+registry from global.imageRegistry, else global.cattle.systemDefaultRegistry
+(Longhorn's two spellings).
 */}}
 {{- define "longhorn.image" -}}
-{{- printf "%s:%s" .Values.image.longhorn.repository (include "longhorn.tag" .) -}}
+{{- $g := .Values.global | default dict -}}
+{{- $reg := $g.imageRegistry | default (dig "cattle" "systemDefaultRegistry" "" $g) -}}
+{{- $ref := printf "%s:%s" .Values.image.longhorn.repository (include "longhorn.tag" .) -}}
+{{- if $reg }}{{ printf "%s/%s" (trimSuffix "/" $reg) $ref }}{{ else }}{{ $ref }}{{ end -}}
 {{- end -}}
 
 {{/*

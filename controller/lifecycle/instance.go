@@ -53,8 +53,9 @@ type InstanceAction string
 
 // Instance actions.
 const (
-	// ActionCreateInstance starts the process (idempotent: AlreadyExists is
-	// success).
+	// ActionCreateInstance starts the process (idempotent for a live one;
+	// the instance manager replaces an exited record; AlreadyExists is an
+	// error: another process holds the name).
 	ActionCreateInstance InstanceAction = "create-instance"
 	// ActionDeleteInstance stops and removes the process (idempotent).
 	ActionDeleteInstance InstanceAction = "delete-instance"

@@ -6,6 +6,7 @@ package bufpool
 import (
 	"math/bits"
 	"sync"
+	"unsafe"
 )
 
 const (
@@ -60,4 +61,12 @@ func Put(b []byte) {
 	}
 	*h = b[:c]
 	pools[class(c)].Put(h)
+}
+
+// Aligned reports whether b starts on a 4096-byte boundary, as O_DIRECT
+// transfers need (buffers of 4 KiB and more from Get are, in practice: the
+// Go allocator places objects of a power-of-two size class of 4 KiB and
+// more at multiples of their size or of its 8 KiB pages).
+func Aligned(b []byte) bool {
+	return len(b) > 0 && uintptr(unsafe.Pointer(unsafe.SliceData(b)))%4096 == 0
 }

@@ -51,8 +51,8 @@ func (c *Controller) SnapshotClone(ctx context.Context, req CloneRequest) error 
 		timeout = c.opts.FileSyncHTTPClientTimeout
 	}
 	errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
-		_, err := b.rem.agent.SnapshotClone(ctx, &enginerpc.SyncSnapshotCloneRequest{FromAddress: src, ToHost: b.rem.host,
-			SnapshotName: req.Snapshot, ExportBackingImageIfExist: req.ExportBackingImage,
+		_, err := b.rem.agent.SnapshotClone(ctx, &enginerpc.SnapshotCloneRequest{FromAddress: src, ToHost: b.rem.host,
+			SnapshotFileName: req.Snapshot, ExportBackingImageIfExist: req.ExportBackingImage,
 			FileSyncHttpClientTimeout: int32(timeout), FromVolumeName: req.FromVolume})
 		return err
 	})
@@ -61,14 +61,14 @@ func (c *Controller) SnapshotClone(ctx context.Context, req CloneRequest) error 
 
 // sourceReplica asks the source engine for one of its RW replicas.
 func sourceReplica(ctx context.Context, engine string) (string, error) {
-	conn, err := grpc.NewClient(engine, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(engine, grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithNoProxy())
 	if err != nil {
 		return "", fmt.Errorf("%w: source engine %q: %v", ErrInvalid, engine, err)
 	}
 	defer conn.Close()
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
-	l, err := enginerpc.NewControllerServiceClient(conn).ReplicaList(cctx, &enginerpc.Empty{})
+	l, err := enginerpc.NewControllerServiceClient(conn).ReplicaList(cctx, empty)
 	if err != nil {
 		return "", fmt.Errorf("%w: list replicas of source engine %s: %v", ErrPrecondition, engine, err)
 	}
@@ -81,14 +81,14 @@ func sourceReplica(ctx context.Context, engine string) (string, error) {
 }
 
 // CloneStatus reports each RW replica's clone by address.
-func (c *Controller) CloneStatus(ctx context.Context) map[string]*enginerpc.SyncSnapshotCloneStatus {
-	out := map[string]*enginerpc.SyncSnapshotCloneStatus{}
+func (c *Controller) CloneStatus(ctx context.Context) map[string]*enginerpc.SnapshotCloneStatusResponse {
+	out := map[string]*enginerpc.SnapshotCloneStatusResponse{}
 	for _, b := range c.targets(ModeRW) {
 		cctx, cancel := callCtx(ctx)
-		st, err := b.rem.agent.SnapshotCloneStatus(cctx, &enginerpc.Empty{})
+		st, err := b.rem.agent.SnapshotCloneStatus(cctx, empty)
 		cancel()
 		if err != nil {
-			st = &enginerpc.SyncSnapshotCloneStatus{State: "error", Error: err.Error()}
+			st = &enginerpc.SnapshotCloneStatusResponse{State: "error", Error: err.Error()}
 		}
 		out[b.addr] = st
 	}

@@ -10,9 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/protobuf/types/known/emptypb"
+
 	"github.com/longhorn-go/longhorn/engine/controller"
 	"github.com/longhorn-go/longhorn/engine/frontend"
 	"github.com/longhorn-go/longhorn/engine/replica"
+	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 )
 
 // stateFrontend is a frontend that serves nothing: these tests only need
@@ -182,7 +185,14 @@ func TestReAddReplicaAfterInterruptedRebuild(t *testing.T) {
 		t.Fatal(err)
 	}
 	n := startReplica(t, filepath.Join(dir, "n"), size, replica.Options{})
-	if err := n.pr.Server.Store().SetRebuilding(true); err != nil {
+	// Leave volume.meta saying Rebuilding, as a cut-short rebuild does.
+	if _, err := n.pr.Server.ReplicaOpen(ctx, &enginerpc.ReplicaOpenRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.pr.Server.RebuildingSet(ctx, &enginerpc.RebuildingSetRequest{Rebuilding: true}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := n.pr.Server.ReplicaClose(ctx, &emptypb.Empty{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := c.AddReplica(ctx, controller.AddRequest{Address: n.addr}); err != nil {

@@ -4,22 +4,30 @@ import (
 	"context"
 	"fmt"
 	"net"
+	"regexp"
 	"strconv"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+	"github.com/longhorn-go/longhorn/engine/rpcmeta"
 	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
 // rpcTimeout bounds one control call to a replica.
 const rpcTimeout = 30 * time.Second
 
+// empty is the request of the methods that take none.
+var empty = &emptypb.Empty{}
+
 // remote is the control side of one replica process: its ReplicaService on
-// P and its SyncAgentService on P+2. gRPC clients connect lazily.
+// P and its SyncAgentService on P+2, both Longhorn's services, so the
+// replica may be Longhorn's or ours. gRPC clients connect lazily; every
+// call carries the volume name (Longhorn's identity check).
 type remote struct {
 	addr string // "tcp://HOST:P" as given
 	host string
@@ -41,17 +49,18 @@ func NormalizeAddress(addr string) (string, error) {
 	return "tcp://" + net.JoinHostPort(host, strconv.Itoa(port)), nil
 }
 
-func newRemote(addr string) (*remote, error) {
+func newRemote(addr, volume string) (*remote, error) {
 	host, port, err := syncagent.ParseReplicaAddress(addr)
 	if err != nil {
 		return nil, err
 	}
 	r := &remote{addr: addr, host: host, port: port}
-	creds := grpc.WithTransportCredentials(insecure.NewCredentials())
-	if r.conn, err = grpc.NewClient(net.JoinHostPort(host, strconv.Itoa(port)), creds); err != nil {
+	opts := []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials()), grpc.WithNoProxy(),
+		grpc.WithDisableServiceConfig(), rpcmeta.ClientIdentity(volume, "")}
+	if r.conn, err = grpc.NewClient(net.JoinHostPort(host, strconv.Itoa(port)), opts...); err != nil {
 		return nil, err
 	}
-	if r.agentConn, err = grpc.NewClient(net.JoinHostPort(host, strconv.Itoa(port+2)), creds); err != nil {
+	if r.agentConn, err = grpc.NewClient(net.JoinHostPort(host, strconv.Itoa(port+2)), opts...); err != nil {
 		r.conn.Close()
 		return nil, err
 	}
@@ -68,15 +77,16 @@ func (r *remote) close() {
 // dataAddr is the data server, P+1.
 func (r *remote) dataAddr() string { return net.JoinHostPort(r.host, strconv.Itoa(r.port+1)) }
 
-// dialData opens the dataconn connections to P+1, over the replica's local
-// socket when it runs on this node (dataconn.DialReplica).
-func (r *remote) dialData(ctx context.Context, opts dataconn.Options) (*dataconn.Client, error) {
-	c, err := dataconn.DialReplica(ctx, r.dataAddr(), opts)
+// dialData opens the dataconn connections to P+1, with the extensions the
+// replica listed (info.extensions: our replicas' flush, local socket and
+// shared memory; a Longhorn replica lists none and gets Longhorn's wire).
+func (r *remote) dialData(ctx context.Context, opts dataconn.Options, info *enginerpc.Replica) (*dataconn.Client, error) {
+	c, err := dataconn.DialReplica(ctx, r.dataAddr(), dataconn.OptionsFor(opts, info.GetExtensions()))
 	if err != nil {
 		return nil, fmt.Errorf("replica %s: %w", r.addr, err)
 	}
 	// Once every connection answered a Ping the replica counts them in its
-	// DataConnections, so a second engine checking whether the replica is
+	// data_connections, so a second engine checking whether the replica is
 	// in use (notInUse) cannot slip in before the accept loop ran.
 	if err := c.PingAll(); err != nil {
 		c.Close()
@@ -93,5 +103,11 @@ func callCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 func (r *remote) get(ctx context.Context) (*enginerpc.Replica, error) {
 	ctx, cancel := callCtx(ctx)
 	defer cancel()
-	return r.ctl.ReplicaGet(ctx, &enginerpc.Empty{})
+	resp, err := r.ctl.ReplicaGet(ctx, empty)
+	return resp.GetReplica(), err
 }
+
+// snapshotExists is the text by which Longhorn's controller recognises a
+// replica refusing a snapshot name it already has (control.go
+// isSnapshotDiskExist); a Longhorn replica sends it with codes.Unknown.
+var snapshotExists = regexp.MustCompile(`snapshot (.*) is already existing`)

@@ -111,6 +111,8 @@ type replicator struct {
 	// sectorLocks serialize read-modify-write of partial sectors.
 	sectorLocks [64]sync.Mutex
 
+	metrics ioMetrics
+
 	timeout time.Duration
 	log     logrus.FieldLogger
 	// onError is called (without locks) after a replica became ERR.
@@ -135,11 +137,13 @@ func aligned(n int, off int64) bool { return off%SectorSize == 0 && n%SectorSize
 
 // ReadAt reads len(p) bytes at off from one RW replica (frontend.Backend).
 func (r *replicator) ReadAt(p []byte, off int64) (int, error) {
+	t0 := time.Now()
 	r.ioMu.RLock()
 	defer r.ioMu.RUnlock()
 	if err := r.checkRange(len(p), off); err != nil {
 		return 0, err
 	}
+	defer r.metrics.read(len(p), t0)
 	if aligned(len(p), off) {
 		return r.readAligned(p, off)
 	}
@@ -258,6 +262,7 @@ func waitAll(ops []*dataconn.Op) error {
 // Partial sectors are read from an RW replica, merged and written whole, with
 // the partial sectors locked so that two such writes cannot lose each other.
 func (r *replicator) WriteAt(p []byte, off int64) (int, error) {
+	t0 := time.Now()
 	r.ioMu.RLock()
 	defer r.ioMu.RUnlock()
 	if err := r.checkRange(len(p), off); err != nil {
@@ -266,6 +271,7 @@ func (r *replicator) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
+	defer r.metrics.write(len(p), t0)
 	if aligned(len(p), off) {
 		return len(p), r.fanout(dataconn.TypeWrite, p, off, 0)
 	}

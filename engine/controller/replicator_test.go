@@ -88,10 +88,21 @@ func newMemReplica(t testing.TB, size int64) *memReplica {
 
 func newTestReplicator(t testing.TB, size int64, reps []*memReplica, opts dataconn.Options) *replicator {
 	t.Helper()
+	all := make([]dataconn.Options, len(reps))
+	for i := range all {
+		all[i] = opts
+	}
+	return newMixedReplicator(t, size, reps, all)
+}
+
+// newMixedReplicator dials each replica with its own options (replicas of
+// this implementation and Longhorn's differ in the extensions they take).
+func newMixedReplicator(t testing.TB, size int64, reps []*memReplica, opts []dataconn.Options) *replicator {
+	t.Helper()
 	r := &replicator{size: size, timeout: 8 * time.Second, log: logrus.StandardLogger()}
 	var bs []*backend
-	for _, m := range reps {
-		c, err := dataconn.Dial(context.Background(), "tcp", m.addr, opts)
+	for i, m := range reps {
+		c, err := dataconn.Dial(context.Background(), "tcp", m.addr, opts[i])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -221,18 +232,33 @@ func TestReplicatorFailover(t *testing.T) {
 	}
 }
 
+// TestReplicatorFlushReachesAll: a FLUSH reaches every replica that listed
+// the flush extension and none of the others (a Longhorn replica would
+// never answer it); it completes without waiting on them.
 func TestReplicatorFlushReachesAll(t *testing.T) {
-	reps := []*memReplica{newMemReplica(t, 1<<16), newMemReplica(t, 1<<16)}
-	r := newTestReplicator(t, 1<<16, reps, dataconn.Options{})
+	reps := []*memReplica{newMemReplica(t, 1<<16), newMemReplica(t, 1<<16), newMemReplica(t, 1<<16)}
+	ours := dataconn.Options{Flush: true, Timeout: time.Second}
+	longhorn := dataconn.Options{Timeout: time.Second}
+	r := newMixedReplicator(t, 1<<16, reps, []dataconn.Options{ours, longhorn, ours})
+	start := time.Now()
 	if err := r.Flush(); err != nil {
 		t.Fatal(err)
 	}
-	for i, m := range reps {
+	if d := time.Since(start); d > 500*time.Millisecond {
+		t.Fatalf("flush took %v", d)
+	}
+	for i, want := range []int{1, 0, 1} {
+		m := reps[i]
 		m.mu.Lock()
-		if m.flushes != 1 {
-			t.Errorf("replica %d saw %d flushes", i, m.flushes)
+		if m.flushes != want {
+			t.Errorf("replica %d saw %d flushes, want %d", i, m.flushes, want)
 		}
 		m.mu.Unlock()
+	}
+	for _, b := range r.list() {
+		if b.getMode() != ModeRW {
+			t.Fatalf("replica %s is %v after the flush", b.addr, b.getMode())
+		}
 	}
 }
 

@@ -4,27 +4,30 @@ import (
 	"context"
 	"errors"
 
+	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/frontend"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/meta"
 )
 
-// API versions reported by VersionDetailGet (Longhorn's CLIAPIVersion etc.
-// for the v1 engine of the same generation).
+// API versions reported by VersionDetailGet (Longhorn's pkg/meta/version.go
+// values: its CLI checks controllerAPIVersion >= 6 before it asks for the
+// rebuild concurrent sync limit, which this engine serves).
 const (
 	CLIAPIVersion           = 9
 	CLIAPIMinVersion        = 8
-	ControllerAPIVersion    = 5
-	ControllerAPIMinVersion = 5
+	ControllerAPIVersion    = 6
+	ControllerAPIMinVersion = 4
 	DataFormatVersion       = 1
 	DataFormatMinVersion    = 1
 )
 
-// Server implements ControllerService (engine/rpc/controller.proto) on a
-// Controller.
+// Server implements Longhorn's ControllerService (engine/rpc/controller.proto)
+// on a Controller.
 type Server struct {
 	enginerpc.UnimplementedControllerServiceServer
 	c *Controller
@@ -74,7 +77,7 @@ func (s *Server) volumeOrErr(err error) (*enginerpc.Volume, error) {
 }
 
 // VolumeGet describes the volume.
-func (s *Server) VolumeGet(context.Context, *enginerpc.Empty) (*enginerpc.Volume, error) {
+func (s *Server) VolumeGet(context.Context, *emptypb.Empty) (*enginerpc.Volume, error) {
 	return s.volume(), nil
 }
 
@@ -84,7 +87,7 @@ func (s *Server) VolumeStart(ctx context.Context, req *enginerpc.VolumeStartRequ
 }
 
 // VolumeShutdown stops the frontend and drops the replicas.
-func (s *Server) VolumeShutdown(context.Context, *enginerpc.Empty) (*enginerpc.Volume, error) {
+func (s *Server) VolumeShutdown(context.Context, *emptypb.Empty) (*enginerpc.Volume, error) {
 	return s.volumeOrErr(s.c.Shutdown())
 }
 
@@ -113,7 +116,7 @@ func (s *Server) VolumeFrontendStart(ctx context.Context, req *enginerpc.VolumeF
 }
 
 // VolumeFrontendShutdown stops the frontend.
-func (s *Server) VolumeFrontendShutdown(context.Context, *enginerpc.Empty) (*enginerpc.Volume, error) {
+func (s *Server) VolumeFrontendShutdown(context.Context, *emptypb.Empty) (*enginerpc.Volume, error) {
 	return s.volumeOrErr(s.c.ShutdownFrontend())
 }
 
@@ -154,7 +157,7 @@ func modeOf(m enginerpc.ReplicaMode) Mode {
 }
 
 // ReplicaList lists the replicas and their modes.
-func (s *Server) ReplicaList(context.Context, *enginerpc.Empty) (*enginerpc.ReplicaListReply, error) {
+func (s *Server) ReplicaList(context.Context, *emptypb.Empty) (*enginerpc.ReplicaListReply, error) {
 	out := &enginerpc.ReplicaListReply{}
 	for _, r := range s.c.Replicas() {
 		out.Replicas = append(out.Replicas, replicaMsg(r))
@@ -189,11 +192,11 @@ func (s *Server) ControllerReplicaCreate(ctx context.Context, req *enginerpc.Con
 }
 
 // ReplicaDelete removes a replica from the volume.
-func (s *Server) ReplicaDelete(_ context.Context, req *enginerpc.ReplicaAddress) (*enginerpc.Empty, error) {
+func (s *Server) ReplicaDelete(_ context.Context, req *enginerpc.ReplicaAddress) (*emptypb.Empty, error) {
 	if err := s.c.RemoveReplica(req.GetAddress()); err != nil {
 		return nil, toStatus(err)
 	}
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
 // ReplicaUpdate sets a replica's mode (RW or ERR).
@@ -204,6 +207,20 @@ func (s *Server) ReplicaUpdate(_ context.Context, req *enginerpc.ControllerRepli
 	return s.replica(req.GetAddress().GetAddress())
 }
 
+// ReplicaPrepareRebuild prepares a WO replica for the file sync a rebuild
+// driver (Longhorn's CLI) runs next, and lists the files.
+func (s *Server) ReplicaPrepareRebuild(ctx context.Context, req *enginerpc.ReplicaAddress) (*enginerpc.ReplicaPrepareRebuildReply, error) {
+	files, err := s.c.PrepareRebuild(ctx, req.GetAddress())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	r, err := s.replica(req.GetAddress())
+	if err != nil {
+		return nil, err
+	}
+	return &enginerpc.ReplicaPrepareRebuildReply{Replica: r, SyncFileInfoList: files}, nil
+}
+
 // ReplicaVerifyRebuild checks a rebuilt WO replica and makes it RW.
 func (s *Server) ReplicaVerifyRebuild(ctx context.Context, req *enginerpc.ReplicaAddress) (*enginerpc.ControllerReplica, error) {
 	if err := s.c.VerifyRebuild(ctx, req.GetAddress()); err != nil {
@@ -212,113 +229,54 @@ func (s *Server) ReplicaVerifyRebuild(ctx context.Context, req *enginerpc.Replic
 	return s.replica(req.GetAddress())
 }
 
-// ReplicaAdd starts a rebuild of a replica into the volume.
-func (s *Server) ReplicaAdd(ctx context.Context, req *enginerpc.ReplicaAddRequest) (*enginerpc.Empty, error) {
-	if req.GetRestore() {
-		return nil, status.Error(codes.Unimplemented, "restore rebuild (backup) is not supported by this engine yet")
-	}
-	if n := req.GetConcurrentSyncLimit(); n != 0 {
-		if err := s.c.SetRebuildSyncLimit(int(n)); err != nil {
-			return nil, toStatus(err)
-		}
-	}
-	err := s.c.AddReplica(ctx, AddRequest{Address: req.GetAddress(), InstanceName: req.GetInstanceName(),
-		FastSync: req.GetFastSync(), FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout())})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &enginerpc.Empty{}, nil
-}
-
-// ReplicaRebuildingStatus reports rebuild progress by replica address.
-func (s *Server) ReplicaRebuildingStatus(context.Context, *enginerpc.Empty) (*enginerpc.ReplicaRebuildingStatusReply, error) {
-	out := &enginerpc.ReplicaRebuildingStatusReply{Status: map[string]*enginerpc.ReplicaRebuildStatus{}}
-	for addr, st := range s.c.RebuildStatus() {
-		out.Status[addr] = &enginerpc.ReplicaRebuildStatus{Error: st.Error, IsRebuilding: st.IsRebuilding,
-			Progress: st.Progress, State: st.State, FromReplicaAddress: st.From, FromReplicaAddressList: []string{st.From}}
-	}
-	return out, nil
-}
-
 // ReplicaRebuildConcurrentSyncLimitSet sets the sync limit.
-func (s *Server) ReplicaRebuildConcurrentSyncLimitSet(_ context.Context, req *enginerpc.ReplicaRebuildConcurrentSyncLimitSetRequest) (*enginerpc.Empty, error) {
+func (s *Server) ReplicaRebuildConcurrentSyncLimitSet(_ context.Context, req *enginerpc.ReplicaRebuildConcurrentSyncLimitSetRequest) (*emptypb.Empty, error) {
 	if err := s.c.SetRebuildSyncLimit(int(req.GetLimit())); err != nil {
 		return nil, toStatus(err)
 	}
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
 // ReplicaRebuildConcurrentSyncLimitGet returns the sync limit.
-func (s *Server) ReplicaRebuildConcurrentSyncLimitGet(context.Context, *enginerpc.Empty) (*enginerpc.ReplicaRebuildConcurrentSyncLimitGetReply, error) {
+func (s *Server) ReplicaRebuildConcurrentSyncLimitGet(context.Context, *emptypb.Empty) (*enginerpc.ReplicaRebuildConcurrentSyncLimitGetReply, error) {
 	return &enginerpc.ReplicaRebuildConcurrentSyncLimitGetReply{Limit: int32(s.c.RebuildSyncLimit())}, nil
 }
 
-// SnapshotList lists the snapshots of an RW replica.
-func (s *Server) SnapshotList(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.SnapshotListReply, error) {
-	snaps, err := s.c.Snapshots(ctx)
-	if err != nil {
-		return nil, toStatus(err)
+// JournalList logs the engine's I/O state (Longhorn prints its I/O journal
+// to the controller's log): the I/O rates and every replica with its mode
+// and reads in flight, at most limit replicas (0 = all). This engine keeps
+// no per-request journal.
+func (s *Server) JournalList(_ context.Context, req *enginerpc.JournalListRequest) (*emptypb.Empty, error) {
+	m := s.c.Metrics()
+	s.c.log.WithFields(logrus.Fields{"readIOPS": m.ReadIOPS, "writeIOPS": m.WriteIOPS,
+		"readLatencyNs": m.ReadLatency, "writeLatencyNs": m.WriteLatency}).Info("journal: I/O")
+	for i, b := range s.c.r.list() {
+		if req.GetLimit() > 0 && int64(i) >= req.GetLimit() {
+			break
+		}
+		s.c.log.WithFields(logrus.Fields{"replica": b.addr, "mode": b.getMode().String(),
+			"readsInFlight": b.reads.Load()}).Info("journal: replica")
 	}
-	out := &enginerpc.SnapshotListReply{Snapshots: map[string]*enginerpc.Snapshot{}}
-	for name, sn := range snaps {
-		out.Snapshots[name] = &enginerpc.Snapshot{Name: sn.Name, Parent: sn.Parent, Children: sn.Children,
-			Removed: sn.Removed, Usercreated: sn.UserCreated, Created: sn.Created, Size: sn.Size, Labels: sn.Labels}
-	}
-	return out, nil
-}
-
-// SnapshotRemove marks snapshots removed on every replica.
-func (s *Server) SnapshotRemove(ctx context.Context, req *enginerpc.SnapshotRemoveRequest) (*enginerpc.Empty, error) {
-	if err := s.c.RemoveSnapshots(ctx, req.GetNames()); err != nil {
-		return nil, toStatus(err)
-	}
-	return &enginerpc.Empty{}, nil
-}
-
-// SnapshotPurge starts a purge on every RW replica.
-func (s *Server) SnapshotPurge(ctx context.Context, req *enginerpc.SnapshotPurgeRequest) (*enginerpc.Empty, error) {
-	if err := s.c.Purge(ctx, req.GetSkipIfInProgress()); err != nil {
-		return nil, toStatus(err)
-	}
-	return &enginerpc.Empty{}, nil
-}
-
-// SnapshotPurgeStatus reports each replica's purge.
-func (s *Server) SnapshotPurgeStatus(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.SnapshotPurgeStatusReply, error) {
-	out := &enginerpc.SnapshotPurgeStatusReply{Status: map[string]*enginerpc.SnapshotPurgeStatus{}}
-	for addr, st := range s.c.PurgeStatus(ctx) {
-		out.Status[addr] = &enginerpc.SnapshotPurgeStatus{Error: st.GetError(), IsPurging: st.GetIsPurging(),
-			Progress: st.GetProgress(), State: st.GetState()}
-	}
-	return out, nil
+	return &emptypb.Empty{}, nil
 }
 
 // VersionDetailGet reports the build and API versions.
-func (s *Server) VersionDetailGet(context.Context, *enginerpc.Empty) (*enginerpc.VersionDetailGetReply, error) {
-	return &enginerpc.VersionDetailGetReply{Version: meta.Version, GitCommit: meta.GitCommit, BuildDate: meta.BuildDate,
-		CliApiVersion: CLIAPIVersion, CliApiMinVersion: CLIAPIMinVersion,
-		ControllerApiVersion: ControllerAPIVersion, ControllerApiMinVersion: ControllerAPIMinVersion,
-		DataFormatVersion: DataFormatVersion, DataFormatMinVersion: DataFormatMinVersion}, nil
+func (s *Server) VersionDetailGet(context.Context, *emptypb.Empty) (*enginerpc.VersionDetailGetReply, error) {
+	return &enginerpc.VersionDetailGetReply{Version: VersionOutput()}, nil
 }
 
-// SnapshotClone starts cloning a snapshot of another volume into this one.
-func (s *Server) SnapshotClone(ctx context.Context, req *enginerpc.SnapshotCloneRequest) (*enginerpc.Empty, error) {
-	err := s.c.SnapshotClone(ctx, CloneRequest{FromEngine: req.GetFromEngineAddress(), FromVolume: req.GetFromVolumeName(),
-		Snapshot: req.GetSnapshotName(), ExportBackingImage: req.GetExportBackingImageIfExist(),
-		FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout())})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	return &enginerpc.Empty{}, nil
+// VersionOutput is this engine's Longhorn version block.
+func VersionOutput() *enginerpc.VersionOutput {
+	return &enginerpc.VersionOutput{Version: meta.Version, GitCommit: meta.GitCommit, BuildDate: meta.BuildDate,
+		CliAPIVersion: CLIAPIVersion, CliAPIMinVersion: CLIAPIMinVersion,
+		ControllerAPIVersion: ControllerAPIVersion, ControllerAPIMinVersion: ControllerAPIMinVersion,
+		DataFormatVersion: DataFormatVersion, DataFormatMinVersion: DataFormatMinVersion}
 }
 
-// SnapshotCloneStatus reports each replica's clone.
-func (s *Server) SnapshotCloneStatus(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.SnapshotCloneStatusReply, error) {
-	out := &enginerpc.SnapshotCloneStatusReply{Status: map[string]*enginerpc.SnapshotCloneStatus{}}
-	for addr, st := range s.c.CloneStatus(ctx) {
-		out.Status[addr] = &enginerpc.SnapshotCloneStatus{IsCloning: st.GetIsCloning(), Error: st.GetError(),
-			Progress: st.GetProgress(), State: st.GetState(), FromReplicaAddress: st.GetFromReplicaAddress(),
-			SnapshotName: st.GetSnapshotName()}
-	}
-	return out, nil
+// MetricsGet reports the I/O rates (see Controller.Metrics).
+func (s *Server) MetricsGet(context.Context, *emptypb.Empty) (*enginerpc.MetricsGetReply, error) {
+	m := s.c.Metrics()
+	return &enginerpc.MetricsGetReply{Metrics: &enginerpc.Metrics{ReadThroughput: m.ReadThroughput,
+		WriteThroughput: m.WriteThroughput, ReadLatency: m.ReadLatency, WriteLatency: m.WriteLatency,
+		ReadIOPS: m.ReadIOPS, WriteIOPS: m.WriteIOPS}}, nil
 }

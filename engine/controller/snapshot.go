@@ -34,10 +34,15 @@ func NewUUID() string {
 
 // isRequestError reports whether a replica rejected a request as such (bad
 // name, name in use, limit reached): the replica is fine, the request is not.
+// Our replicas say so with the gRPC code; a Longhorn replica answers
+// codes.Unknown, and the one refusal its controller tells apart is a
+// snapshot name in use, by its text.
 func isRequestError(err error) bool {
 	switch status.Code(err) {
 	case codes.InvalidArgument, codes.AlreadyExists, codes.FailedPrecondition, codes.NotFound:
 		return true
+	case codes.Unknown:
+		return snapshotExists.MatchString(status.Convert(err).Message())
 	}
 	return false
 }
@@ -46,6 +51,8 @@ func isRequestError(err error) bool {
 func requestError(err error) error {
 	msg := status.Convert(err).Message()
 	switch status.Code(err) {
+	case codes.Unknown:
+		return fmt.Errorf("%w: %s", ErrPrecondition, msg)
 	case codes.NotFound:
 		return fmt.Errorf("%w: %s", ErrNotFound, msg)
 	case codes.FailedPrecondition, codes.AlreadyExists:
@@ -165,8 +172,9 @@ func (c *Controller) Revert(ctx context.Context, name string) error {
 	if len(bs) == 0 {
 		return fmt.Errorf("%w: no healthy replica", ErrPrecondition)
 	}
+	file := snapshotFile(name)
 	errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
-		_, err := b.rem.ctl.ReplicaRevert(ctx, &enginerpc.ReplicaRevertRequest{Name: name, Created: created})
+		_, err := b.rem.ctl.ReplicaRevert(ctx, &enginerpc.ReplicaRevertRequest{Name: file, Created: created})
 		return err
 	})
 	return c.settle("revert to "+name, bs, errs)
@@ -183,6 +191,15 @@ type SnapshotInfo struct {
 	Created     string
 	Size        int64
 	Labels      map[string]string
+}
+
+// snapshotFile is the disk file name of a snapshot given by name or file
+// name: Longhorn's ReplicaRevert takes the file name.
+func snapshotFile(name string) string {
+	if strings.HasPrefix(name, snapPrefix) && strings.HasSuffix(name, imgSuffix) {
+		return name
+	}
+	return snapPrefix + name + imgSuffix
 }
 
 // DiskToSnapshotName turns a disk file name into the name `snapshot ls`
@@ -219,7 +236,7 @@ func snapshotsOf(info *enginerpc.Replica) map[string]SnapshotInfo {
 	out := map[string]SnapshotInfo{}
 	for file, d := range info.GetDisks() {
 		s := SnapshotInfo{Name: DiskToSnapshotName(file), Removed: d.GetRemoved(), UserCreated: d.GetUserCreated(),
-			Created: d.GetCreated(), Size: d.GetSize(), Labels: d.GetLabels(), Children: map[string]bool{}}
+			Created: d.GetCreated(), Size: d.SizeBytes(), Labels: d.GetLabels(), Children: map[string]bool{}}
 		if d.GetParent() != "" {
 			s.Parent = DiskToSnapshotName(d.GetParent())
 		}
@@ -288,30 +305,30 @@ func (c *Controller) Purge(ctx context.Context, skipIfInProgress bool) error {
 		}
 	}
 	errs := onEach(ctx, bs, func(ctx context.Context, b *backend) error {
-		_, err := b.rem.agent.SnapshotPurge(ctx, &enginerpc.Empty{})
+		_, err := b.rem.agent.SnapshotPurge(ctx, empty)
 		return err
 	})
 	return c.settle("purge", bs, errs)
 }
 
 // PurgeStatus reports each RW replica's purge by address.
-func (c *Controller) PurgeStatus(ctx context.Context) map[string]*enginerpc.SyncSnapshotPurgeStatus {
+func (c *Controller) PurgeStatus(ctx context.Context) map[string]*enginerpc.SnapshotPurgeStatusResponse {
 	bs := c.targets(ModeRW)
-	out := map[string]*enginerpc.SyncSnapshotPurgeStatus{}
+	out := map[string]*enginerpc.SnapshotPurgeStatusResponse{}
 	for i, st := range c.purgeStatus(ctx, bs) {
 		out[bs[i].addr] = st
 	}
 	return out
 }
 
-func (c *Controller) purgeStatus(ctx context.Context, bs []*backend) []*enginerpc.SyncSnapshotPurgeStatus {
-	out := make([]*enginerpc.SyncSnapshotPurgeStatus, len(bs))
+func (c *Controller) purgeStatus(ctx context.Context, bs []*backend) []*enginerpc.SnapshotPurgeStatusResponse {
+	out := make([]*enginerpc.SnapshotPurgeStatusResponse, len(bs))
 	for i, b := range bs {
 		cctx, cancel := callCtx(ctx)
-		st, err := b.rem.agent.SnapshotPurgeStatus(cctx, &enginerpc.Empty{})
+		st, err := b.rem.agent.SnapshotPurgeStatus(cctx, empty)
 		cancel()
 		if err != nil {
-			st = &enginerpc.SyncSnapshotPurgeStatus{State: "error", Error: err.Error()}
+			st = &enginerpc.SnapshotPurgeStatusResponse{State: "error", Error: err.Error()}
 		}
 		out[i] = st
 	}

@@ -55,8 +55,8 @@ func (c *Controller) Start(ctx context.Context, addrs []string, size, currentSiz
 	}
 	ok := 0
 	for _, cd := range cands {
-		if cd.err == nil && cd.info.GetSize() != size {
-			cd.err = fmt.Errorf("size %d differs from the volume size %d", cd.info.GetSize(), size)
+		if cd.err == nil && cd.info.SizeBytes() != size {
+			cd.err = fmt.Errorf("size %d differs from the volume size %d", cd.info.SizeBytes(), size)
 		}
 		if cd.err == nil {
 			ok++
@@ -148,7 +148,7 @@ func (c *Controller) openAll(ctx context.Context, addrs []string) []*candidate {
 		cands[i] = &candidate{addr: a}
 		go func(cd *candidate) {
 			defer func() { done <- struct{}{} }()
-			cd.rem, cd.err = newRemote(cd.addr)
+			cd.rem, cd.err = newRemote(cd.addr, c.opts.Name)
 			if cd.err != nil {
 				return
 			}
@@ -172,14 +172,22 @@ func (c *Controller) openOne(ctx context.Context, rem *remote, resetRebuilding b
 	if err != nil {
 		return nil, err
 	}
+	if len(info.GetExtensions()) == 0 && info.GetState() != "closed" {
+		// A Longhorn replica does not count its data connections: as
+		// Longhorn's controller, take it only closed (another engine may
+		// be using an open one).
+		return nil, fmt.Errorf("replica must be closed, cannot add in state: %s", info.GetState())
+	}
 	if info.GetState() == "closed" {
-		if info, err = rem.ctl.ReplicaOpen(cctx, &enginerpc.Empty{}); err != nil {
+		resp, err := rem.ctl.ReplicaOpen(cctx, &enginerpc.ReplicaOpenRequest{})
+		if err != nil {
 			return nil, err
 		}
+		info = resp.GetReplica()
 	}
 	if resetRebuilding && info.GetRebuilding() {
 		if r, err := rem.ctl.RebuildingSet(cctx, &enginerpc.RebuildingSetRequest{Rebuilding: false}); err == nil {
-			info = r
+			info = r.GetReplica()
 		} else {
 			c.log.WithError(err).WithField("replica", rem.addr).Warn("cannot reset the rebuilding flag")
 		}
@@ -205,7 +213,8 @@ const inUseWait = 3 * time.Second
 func (c *Controller) notInUse(ctx context.Context, rem *remote) (*enginerpc.Replica, error) {
 	deadline := time.Now().Add(inUseWait)
 	for {
-		info, err := rem.ctl.ReplicaGet(ctx, &enginerpc.Empty{})
+		resp, err := rem.ctl.ReplicaGet(ctx, empty)
+		info := resp.GetReplica()
 		if err != nil || info.GetDataConnections() == 0 {
 			return info, err
 		}
@@ -229,7 +238,7 @@ func decideSize(size, current int64, cands []*candidate) int64 {
 		if size == 0 {
 			for _, cd := range cands {
 				if cd.err == nil {
-					return cd.info.GetSize()
+					return cd.info.SizeBytes()
 				}
 			}
 		}
@@ -238,7 +247,7 @@ func decideSize(size, current int64, cands []*candidate) int64 {
 	sizes := map[int64]bool{}
 	for _, cd := range cands {
 		if cd.err == nil {
-			sizes[cd.info.GetSize()] = true
+			sizes[cd.info.SizeBytes()] = true
 		}
 	}
 	if len(sizes) == 1 && sizes[size] {
@@ -263,7 +272,7 @@ func (c *Controller) admit(ctx context.Context, cd *candidate) {
 		}
 	}
 	if cd.err == nil {
-		b.data, cd.err = cd.rem.dialData(ctx, c.dataOpts())
+		b.data, cd.err = cd.rem.dialData(ctx, c.dataOpts(), cd.info)
 	}
 	if cd.err != nil {
 		b.errMsg, b.errAt = cd.err.Error(), time.Now()

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -46,6 +47,43 @@ type Options struct {
 	Timeout time.Duration
 	// PingInterval is how often each connection is pinged (default 2 s).
 	PingInterval time.Duration
+	// Flush says the replica serves TypeFlush (it listed ExtensionFlush).
+	// Without it a Flush is complete at once and nothing is sent: Longhorn's
+	// replica drops a type it does not know without an answer, and has no
+	// flush because it acknowledges a write only once the write reached its
+	// file (Longhorn's controller answers FLUSH without asking the
+	// replicas).
+	Flush bool
+	// Local and Shm let DialReplica use the replica's local socket and
+	// shared memory (the replica listed ExtensionLocal, ExtensionShm).
+	Local, Shm bool
+}
+
+// Extensions of the data connection a replica of this implementation
+// serves, as it lists them in ReplicaService Replica.extensions. An engine
+// uses one only with a replica that listed it; a Longhorn replica lists none.
+const (
+	// ExtensionFlush: the replica answers TypeFlush.
+	ExtensionFlush = "flush"
+	// ExtensionLocal: the replica serves on its local socket (LocalName).
+	ExtensionLocal = "local-socket"
+	// ExtensionShm: the replica takes ShmAttach on its local socket.
+	ExtensionShm = "shared-memory"
+)
+
+// OptionsFor sets opts' extension switches from the list a replica gave.
+func OptionsFor(opts Options, extensions []string) Options {
+	for _, e := range extensions {
+		switch e {
+		case ExtensionFlush:
+			opts.Flush = true
+		case ExtensionLocal:
+			opts.Local = true
+		case ExtensionShm:
+			opts.Shm = true
+		}
+	}
+	return opts
 }
 
 func (o Options) withDefaults() Options {
@@ -233,6 +271,10 @@ func (c *Client) ping(cc *clientConn) {
 // TypeFlush or TypePing. p must stay untouched until Wait returns.
 func (c *Client) Start(typ MsgType, p []byte, off int64, size uint32) *Op {
 	op := getOp(typ, p, off, size)
+	if typ == TypeFlush && !c.opts.Flush {
+		op.complete(0, nil)
+		return op
+	}
 	if len(p) > MaxDataLen || size > MaxDataLen {
 		op.complete(0, fmt.Errorf("%w: request of %d bytes, split it", ErrTooLarge, max(len(p), int(size))))
 		return op
@@ -257,7 +299,8 @@ func (c *Client) UnmapAt(length uint32, off int64) (int, error) {
 	return c.Start(TypeUnmap, nil, off, length).Wait()
 }
 
-// Flush asks the replica to make every acknowledged write durable.
+// Flush asks the replica to make every acknowledged write durable; with a
+// replica that does not serve it (Options.Flush) it returns nil at once.
 func (c *Client) Flush() error {
 	_, err := c.Start(TypeFlush, nil, 0, 0).Wait()
 	return err
@@ -630,7 +673,7 @@ func readResult(br *bufio.Reader, h *Header, op *Op) (int, error, error) {
 		if err != nil {
 			return 0, nil, err
 		}
-		if h.Type == TypeENOSPC {
+		if h.Type == TypeENOSPC || strings.Contains(msg, noSpaceText) {
 			return 0, fmt.Errorf("%w: %s", ErrNoSpace, msg), nil
 		}
 		return 0, &RemoteError{Msg: msg}, nil

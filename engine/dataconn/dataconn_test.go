@@ -145,7 +145,7 @@ func TestDecodeHeaderRejects(t *testing.T) {
 func TestReadWriteUnmapFlush(t *testing.T) {
 	st := newMemStore(1 << 20)
 	_, addr := startServer(t, st)
-	c := dial(t, addr, Options{Conns: 3})
+	c := dial(t, addr, Options{Conns: 3, Flush: true})
 	want := make([]byte, 1<<20)
 	rand.New(rand.NewSource(1)).Read(want)
 	// Concurrent writes of distinct 4 KiB blocks over all connections.
@@ -188,6 +188,30 @@ func TestReadWriteUnmapFlush(t *testing.T) {
 	}
 	if err := c.Ping(); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestFlushOnlyWhenListed: a client whose replica did not list the flush
+// extension (a Longhorn replica) never sends type 9, which Longhorn's
+// replica drops without an answer; Flush is complete at once.
+func TestFlushOnlyWhenListed(t *testing.T) {
+	st := newMemStore(1 << 16)
+	_, addr := startServer(t, st)
+	c := dial(t, addr, Options{Conns: 1, Timeout: 200 * time.Millisecond})
+	if err := c.Flush(); err != nil {
+		t.Fatalf("flush: %v", err)
+	}
+	if _, err := c.Start(TypeFlush, nil, 0, 0).Wait(); err != nil {
+		t.Fatalf("flush op: %v", err)
+	}
+	st.mu.Lock()
+	flushes := st.flushes
+	st.mu.Unlock()
+	if flushes != 0 {
+		t.Fatalf("store saw %d flushes, want none sent", flushes)
+	}
+	if o := OptionsFor(Options{}, []string{ExtensionFlush, "future-thing"}); !o.Flush || o.Local || o.Shm {
+		t.Fatalf("OptionsFor: %+v", o)
 	}
 }
 

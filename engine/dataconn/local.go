@@ -29,14 +29,19 @@ const localDialTimeout = 2 * time.Second
 // this network namespace (offering it shared memory, see shm.go), else over
 // TCP. The client's Addr is tcpAddr either way. Errors are those of the TCP
 // Dial.
+//
+// The local socket and shared memory are used only when opts allow them
+// (Local, Shm: the replica listed the extensions).
 func DialReplica(ctx context.Context, tcpAddr string, opts Options) (*Client, error) {
-	lctx, cancel := context.WithTimeout(ctx, localDialTimeout)
-	c, err := dialConns(lctx, "unix", LocalName(tcpAddr), opts, true)
-	cancel()
-	if err == nil {
-		c.addr = tcpAddr
-		c.local = true
-		return c, nil
+	if opts.Local {
+		lctx, cancel := context.WithTimeout(ctx, localDialTimeout)
+		c, err := dialConns(lctx, "unix", LocalName(tcpAddr), opts, opts.Shm)
+		cancel()
+		if err == nil {
+			c.addr = tcpAddr
+			c.local = true
+			return c, nil
+		}
 	}
 	return Dial(ctx, "tcp", tcpAddr, opts)
 }

@@ -25,7 +25,7 @@ func TestDialReplicaLocal(t *testing.T) {
 			go func() { _ = s.Serve(l) }()
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		c, err := DialReplica(ctx, addr, Options{Conns: 2})
+		c, err := DialReplica(ctx, addr, Options{Conns: 2, Local: true})
 		cancel()
 		if err != nil {
 			t.Fatal(err)

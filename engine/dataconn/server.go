@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -22,8 +23,11 @@ import (
 // with an error. p passed to WriteAt may point into the connection's read
 // buffer and must not be kept after WriteAt returns.
 //
-// Errors wrapping syscall.ENOSPC are sent as TypeENOSPC, io.EOF from ReadAt as
-// TypeEOF with the bytes read so far, any other error as TypeError with its text.
+// io.EOF from ReadAt is sent as TypeEOF with the bytes read so far, any other
+// error as TypeError with its text. A disk-full error (wrapping
+// syscall.ENOSPC) goes as TypeError too, with "no space left on device" in
+// its text: that is how Longhorn's replica reports it and what Longhorn's
+// controller recognises (it takes TypeENOSPC for a success).
 type Handler interface {
 	ReadAt(p []byte, off int64) (int, error)
 	WriteAt(p []byte, off int64) (int, error)
@@ -234,11 +238,11 @@ func (c *serverConn) handle(h *Header) error {
 		return c.handleShm(h)
 	case TypeUnmap:
 		n, err := c.h.UnmapAt(h.Size, h.Offset)
-		c.respondResult(h.Seq, n, err)
+		c.respondResult(h, n, err)
 	case TypeFlush:
-		c.respondResult(h.Seq, 0, c.h.Flush())
+		c.respondResult(h, 0, c.h.Flush())
 	case TypePing:
-		c.respondResult(h.Seq, 0, c.h.PingResponse())
+		c.respondResult(h, 0, c.h.PingResponse())
 	}
 	return nil
 }
@@ -270,7 +274,7 @@ func (c *serverConn) handleWrite(h *Header) error {
 	} else {
 		_, _ = c.br.Discard(n)
 	}
-	c.respondResult(h.Seq, w, err)
+	c.respondResult(h, w, err)
 	return nil
 }
 
@@ -280,38 +284,43 @@ func (c *serverConn) handleWrite(h *Header) error {
 func (c *serverConn) respondRead(h *Header, n int, err error, data []byte) {
 	switch {
 	case err == nil:
-		c.respond(h.Seq, TypeResponse, h.Size, data)
+		c.respond(h, TypeResponse, h.Size, data)
 	case errors.Is(err, io.EOF):
-		c.respond(h.Seq, TypeEOF, uint32(n), data[:min(n, len(data))])
+		c.respond(h, TypeEOF, uint32(n), data[:min(n, len(data))])
 	default:
-		c.respondErr(h.Seq, err)
+		c.respondErr(h, err)
 	}
 }
 
-func (c *serverConn) respondResult(seq uint32, n int, err error) {
+func (c *serverConn) respondResult(h *Header, n int, err error) {
 	if err != nil {
-		c.respondErr(seq, err)
+		c.respondErr(h, err)
 		return
 	}
-	c.respond(seq, TypeResponse, uint32(n), nil)
+	c.respond(h, TypeResponse, uint32(n), nil)
 }
 
-func (c *serverConn) respondErr(seq uint32, err error) {
-	typ := TypeError
-	if errors.Is(err, syscall.ENOSPC) {
-		typ = TypeENOSPC
-	}
+// noSpaceText is the text Longhorn's controller looks for in an Error
+// answer to tell a full disk (its handleErrorNoLock).
+const noSpaceText = "no space left on device"
+
+func (c *serverConn) respondErr(h *Header, err error) {
 	msg := err.Error()
+	if errors.Is(err, syscall.ENOSPC) && !strings.Contains(msg, noSpaceText) {
+		msg += ": " + noSpaceText
+	}
 	if len(msg) > maxErrorText {
 		msg = msg[:maxErrorText]
 	}
-	c.respond(seq, typ, uint32(len(msg)), []byte(msg))
+	c.respond(h, TypeError, uint32(len(msg)), []byte(msg))
 }
 
-func (c *serverConn) respond(seq uint32, typ MsgType, size uint32, data []byte) {
+// respond queues the answer to request h; seq and offset are echoed, as
+// Longhorn's server does (it answers with the request's header).
+func (c *serverConn) respond(req *Header, typ MsgType, size uint32, data []byte) {
 	hb := c.hdrs[c.nhdr*HeaderSize : (c.nhdr+1)*HeaderSize : (c.nhdr+1)*HeaderSize]
 	c.nhdr++
-	h := Header{Seq: seq, Type: typ, Size: size, DataLen: uint32(len(data))}
+	h := Header{Seq: req.Seq, Type: typ, Offset: req.Offset, Size: size, DataLen: uint32(len(data))}
 	h.Encode(hb)
 	c.out = append(c.out, hb)
 	if len(data) > 0 {

@@ -107,9 +107,9 @@ func (c *serverConn) acceptShm(uc *net.UnixConn) ([]byte, error) {
 		return nil, err
 	}
 	if err := c.mapRegions(fds, binary.LittleEndian.Uint64(sizes[:]), binary.LittleEndian.Uint64(sizes[8:])); err != nil {
-		c.respondErr(h.Seq, err)
+		c.respondErr(&h, err)
 	} else {
-		c.respond(h.Seq, TypeResponse, 0, nil)
+		c.respond(&h, TypeResponse, 0, nil)
 	}
 	return nil, c.flush()
 }
@@ -192,7 +192,7 @@ func (c *serverConn) handleShm(h *Header) error {
 	}
 	if h.Type == TypeShmWrite {
 		n, err := c.h.WriteAt(p, h.Offset)
-		c.respondResult(h.Seq, n, err)
+		c.respondResult(h, n, err)
 		return nil
 	}
 	n, err := c.h.ReadAt(p, h.Offset)

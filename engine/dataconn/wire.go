@@ -17,12 +17,16 @@
 // Requests: Read (Size = length, no payload; answered by Response with the
 // data), Write (payload = data, Size = len(data); answered by Response with
 // Size = bytes written and no payload), Unmap (Size = length), Ping, Close.
-// Errors come back as Error (payload = message) or ENOSPC. Flush (type 9) is an
-// extension of this implementation: it asks the replica to make every write it
-// acknowledged durable; Longhorn replicas do not know it.
+// Errors come back as Error (payload = message; a full disk says "no space
+// left on device" in it, as Longhorn's replica does) or, from Longhorn's
+// engine socket frontend, ENOSPC. Flush (type 9) is an extension of this
+// implementation: it asks the replica to make every write it acknowledged
+// durable. Longhorn's replica drops it without an answer, so a client sends
+// it only to replicas that listed ExtensionFlush (Options.Flush).
 //
-// Shared memory (this implementation's extension, local connections only): an
-// engine that reached the replica over its unix socket (LocalName) may open
+// Shared memory (this implementation's extension, local connections only, to
+// replicas that listed ExtensionShm): an engine that reached the replica over
+// its unix socket (LocalName) may open
 // the connection with ShmAttach (DataLen 16: two u64 region sizes, the write
 // region's and the read region's), passing the two sealed memfds (package
 // shm) as SCM_RIGHTS; the replica answers Response, or Error and serves the

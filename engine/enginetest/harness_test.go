@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -128,7 +129,7 @@ func (r *replicaProc) waitReady() {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, err := cl.ReplicaGet(ctx, &enginerpc.Empty{})
+		_, err := cl.ReplicaGet(ctx, &emptypb.Empty{})
 		cancel()
 		if err == nil {
 			return
@@ -192,7 +193,7 @@ func (e *engineProc) waitReady() {
 	e.t.Helper()
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		v, err := e.api().VolumeGet(context.Background(), &enginerpc.Empty{})
+		v, err := e.api().VolumeGet(context.Background(), &emptypb.Empty{})
 		if err == nil && v.GetFrontendState() == "up" {
 			return
 		}

@@ -374,3 +374,37 @@ func (s *Store) pruneRange(f *os.File, i uint8, sec int64) (int64, int64, error)
 	}
 	return end * SectorSize, loc.sectors * SectorSize, nil
 }
+
+// ReplaceDisk is Longhorn's DiskReplace, the second half of a coalesce that
+// a Longhorn-style purge driver runs step by step: source's file (the parent,
+// into which target's data was folded) takes target's name, target's .meta
+// points at source's parent, and source's .meta and checksums go. target
+// must be source's only child and not the head (the head is pruned, never
+// replaced). Errors: ErrNotFound, ErrIsHead, ErrHasChildren, ErrInvalidName
+// (target is not source's child), ErrClosed.
+func (s *Store) ReplaceDisk(target, source string) error {
+	s.purgeMu.Lock()
+	defer s.purgeMu.Unlock()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return errf("replace-disk", "", ErrClosed, "")
+	}
+	st := s.st
+	src, ok := st.resolve(source)
+	if !ok {
+		return errf("replace-disk", "source", ErrNotFound, "%s", source)
+	}
+	dst, ok := st.resolve(target)
+	switch {
+	case !ok:
+		return errf("replace-disk", "target", ErrNotFound, "%s", target)
+	case dst == st.meta.Head || src == st.meta.Head:
+		return errf("replace-disk", "target", ErrIsHead, "%s", dst)
+	case st.disks[dst].Parent != src:
+		return errf("replace-disk", "target", ErrInvalidName, "%s is not a child of %s", dst, src)
+	case len(st.children[src]) != 1:
+		return errf("replace-disk", "source", ErrHasChildren, "%s has %d children", src, len(st.children[src]))
+	}
+	return s.replaceLocked(src, dst)
+}

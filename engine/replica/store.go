@@ -40,6 +40,9 @@ type Options struct {
 	Now func() time.Time
 }
 
+// Validate checks the fields' ranges (ErrInvalidOption naming the field).
+func (o Options) Validate() error { return o.validate("options") }
+
 func (o *Options) validate(op string) error {
 	if o.SnapshotMaxCount < 0 || o.SnapshotMaxCount > MaxChainLength {
 		return errf(op, "SnapshotMaxCount", ErrInvalidOption, "%d, want 0..%d", o.SnapshotMaxCount, MaxChainLength)

@@ -15,13 +15,15 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 )
 
-// startProcess runs a replica process (in this test process) on free ports.
+// startProcess runs a replica process (in this test process) on free ports
+// and opens the replica, as an engine would.
 func startProcess(t *testing.T, dir string, size int64) (*Process, int) {
 	t.Helper()
 	port := testutil.FreePortRange(t, PortCount)
@@ -30,6 +32,9 @@ func startProcess(t *testing.T, dir string, size int64) (*Process, int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pr.Stop)
+	if _, err := pr.Server.ReplicaOpen(context.Background(), &enginerpc.ReplicaOpenRequest{}); err != nil {
+		t.Fatal(err)
+	}
 	return pr, port
 }
 
@@ -82,9 +87,12 @@ func TestHostileRequests(t *testing.T) {
 	refused := map[string]error{}
 	_, refused["expand past the maximum"] = rs.ReplicaExpand(ctx, &enginerpc.ReplicaExpandRequest{Size: 1 << 62})
 	_, refused["expand negative"] = rs.ReplicaExpand(ctx, &enginerpc.ReplicaExpandRequest{Size: -4096})
-	_, refused["snapshot ../x"] = rs.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "../x"})
-	_, refused["snapshot volume-head"] = rs.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "volume-head"})
-	_, refused["revert ../x"] = rs.ReplicaRevert(ctx, &enginerpc.ReplicaRevertRequest{Name: "../x"})
+	now := time.Now().UTC().Format(time.RFC3339)
+	_, refused["snapshot ../x"] = rs.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "../x", Created: now})
+	_, refused["snapshot volume-head"] = rs.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "volume-head", Created: now})
+	_, refused["revert ../x"] = rs.ReplicaRevert(ctx, &enginerpc.ReplicaRevertRequest{Name: "../x", Created: now})
+	_, refused["disk replace ../"] = rs.DiskReplace(ctx, &enginerpc.DiskReplaceRequest{Target: "../r/volume.meta", Source: "volume-head-000.img"})
+	_, refused["create bad size"] = rs.ReplicaCreate(ctx, &enginerpc.ReplicaCreateRequest{Size: "-1"})
 	_, refused["disk remove ../"] = rs.DiskRemove(ctx, &enginerpc.DiskRemoveRequest{Name: "../r/volume.meta", Force: true})
 	_, refused["disk remove volume.meta"] = rs.DiskRemove(ctx, &enginerpc.DiskRemoveRequest{Name: "volume.meta", Force: true})
 	_, refused["revision counter -1"] = rs.RevisionCounterSet(ctx, &enginerpc.RevisionCounterSetRequest{Counter: -1})
@@ -106,8 +114,8 @@ func TestHostileRequests(t *testing.T) {
 	if got := listDir(t, dir); !equalLists(got, before) {
 		t.Fatalf("files changed:\nbefore %v\nafter  %v", before, got)
 	}
-	r, err := rs.ReplicaGet(ctx, &enginerpc.Empty{})
-	if err != nil || r.GetSize() != size {
+	r, err := rs.ReplicaGet(ctx, &emptypb.Empty{})
+	if err != nil || r.GetReplica().SizeBytes() != size {
 		t.Fatalf("replica after hostile requests: %v %v", r, err)
 	}
 	got := make([]byte, len(want))
@@ -165,11 +173,11 @@ func TestDataConnectionsReported(t *testing.T) {
 	_, port := startProcess(t, filepath.Join(t.TempDir(), "r"), 1<<20)
 	rs := enginerpc.NewReplicaServiceClient(grpcConn(t, port))
 	count := func() int32 {
-		r, err := rs.ReplicaGet(context.Background(), &enginerpc.Empty{})
+		r, err := rs.ReplicaGet(context.Background(), &emptypb.Empty{})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return r.GetDataConnections()
+		return r.GetReplica().GetDataConnections()
 	}
 	if n := count(); n != 0 {
 		t.Fatalf("%d data connections before any client", n)

@@ -13,6 +13,7 @@ import (
 	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+	"github.com/longhorn-go/longhorn/engine/rpcmeta"
 	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
@@ -27,6 +28,9 @@ type Config struct {
 	Listen       string // HOST:P, the first of PortCount ports
 	InstanceName string
 	Options      replica.Options
+	// HashLockPath is the node-wide snapshot hashing lock ("" = the default,
+	// syncagent.DefaultHashLockPath).
+	HashLockPath string
 }
 
 // SplitListen parses HOST:P and checks that P..P+9 are valid ports.
@@ -84,13 +88,18 @@ func Start(cfg Config, log logrus.FieldLogger) (*Process, error) {
 		log.WithError(err).Warn("replica: no local data socket")
 	}
 	pr := &Process{Server: srv, errc: make(chan error, 4), log: log}
-	pr.ctl = grpc.NewServer()
+	vol := cfg.Options.VolumeName
+	pr.ctl = grpc.NewServer(grpc.UnaryInterceptor(rpcmeta.IdentityInterceptor(vol, cfg.InstanceName, "replica")))
 	enginerpc.RegisterReplicaServiceServer(pr.ctl, srv)
+	rpcmeta.RegisterHealth(pr.ctl)
+	rpcmeta.RegisterReflection(pr.ctl)
 	pr.data = dataconn.NewServer(dataHandler{srv}, log)
 	srv.dataConns = pr.data.Conns
-	pr.agent = syncagent.NewAgent(syncReplica{srv}, host, p+3, p+PortCount-1, log)
-	pr.sync = grpc.NewServer()
+	pr.agent = syncagent.NewAgent(syncReplica{srv}, syncagent.Config{Host: host, PortStart: p + 3, PortEnd: p + PortCount - 1,
+		VolumeName: vol, HashLockPath: cfg.HashLockPath, Log: log})
+	pr.sync = grpc.NewServer(grpc.UnaryInterceptor(rpcmeta.IdentityInterceptor(vol, cfg.InstanceName, "replica")))
 	enginerpc.RegisterSyncAgentServiceServer(pr.sync, pr.agent)
+	rpcmeta.RegisterReflection(pr.sync)
 	go func() { pr.errc <- pr.ctl.Serve(lns[0]) }()
 	go func() { pr.errc <- pr.data.Serve(lns[1]) }()
 	if local != nil {

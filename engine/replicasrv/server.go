@@ -2,18 +2,18 @@
 // it serves one replica store (engine/replica) as Longhorn's replica does,
 // on ten consecutive ports starting at P:
 //
-//	P        ReplicaService gRPC (this package): state, snapshot, revert, expand, ...
-//	P+1      data server (engine/dataconn): read, write, unmap, flush, ping
-//	P+2      SyncAgentService gRPC (engine/syncagent): rebuild file sync, purge
+//	P        ptypes.ReplicaService gRPC (this package) and grpc.health.v1
+//	P+1      data server (engine/dataconn): read, write, unmap, ping (+ our flush, shared memory)
+//	P+2      ptypes.SyncAgentService gRPC (engine/syncagent): rebuild, purge, hash, clone
 //	P+3..P+9 ssync transfer receivers, one per file being received
+//
+// As Longhorn's, the process starts with the replica closed (created first
+// when the directory holds none and --size is given); an engine opens it
+// with ReplicaOpen and closes it when it lets go.
 package replicasrv
 
 import (
-	"context"
 	"errors"
-	"fmt"
-	"os"
-	"strconv"
 	"sync"
 	"sync/atomic"
 
@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 )
@@ -36,8 +37,8 @@ const (
 )
 
 // Server holds the replica store of one directory and implements
-// ReplicaService. The store may be closed and reopened through the API; the
-// data server and sync agent always act on the current one.
+// ReplicaService. The store is opened and closed through the API; the data
+// server and sync agent always act on the current one.
 type Server struct {
 	enginerpc.UnimplementedReplicaServiceServer
 
@@ -52,35 +53,38 @@ type Server struct {
 	// dataConns counts the data server's open connections (nil: no data
 	// server); set by Start before serving.
 	dataConns func() int
+	// extensions are the dataconn extensions the data server serves.
+	extensions []string
 }
 
-// NewServer opens the replica in dir, creating one of size bytes when the
-// directory holds none and size > 0 (Longhorn's replica command). With size 0
-// and no replica the server starts in state "initial" and waits for
-// ReplicaCreate.
+// NewServer serves the replica in dir, closed. When the directory holds no
+// replica and size > 0 it creates one of size bytes first (Longhorn's
+// `replica --size`); with size 0 and no replica the server starts in state
+// "initial" and waits for ReplicaCreate.
 func NewServer(dir string, size int64, opts replica.Options, instanceName string, log logrus.FieldLogger) (*Server, error) {
 	if log == nil {
 		log = logrus.StandardLogger()
 	}
-	s := &Server{dir: dir, opts: opts, instanceName: instanceName, log: log}
-	var st *replica.Store
-	var err error
-	if size > 0 {
-		st, err = replica.OpenOrCreate(dir, size, opts)
-	} else {
-		st, err = replica.Open(dir, opts)
-		if errors.Is(err, replica.ErrNotExist) {
-			return s, nil
+	s := &Server{dir: dir, opts: opts, instanceName: instanceName, log: log,
+		extensions: []string{dataconn.ExtensionFlush, dataconn.ExtensionLocal, dataconn.ExtensionShm}}
+	m, err := replica.ReadVolumeMeta(dir)
+	switch {
+	case err == nil:
+		if size > 0 && m.Size != size {
+			log.WithFields(logrus.Fields{"dir": dir, "size": m.Size, "requested": size}).
+				Warn("replica: existing replica has a different size than --size; serving the existing one")
 		}
+		return s, nil
+	case !errors.Is(err, replica.ErrNotExist) || size == 0:
+		return s, nil
 	}
+	st, err := replica.Create(dir, size, opts)
 	if err != nil {
 		return nil, err
 	}
-	if size > 0 && st.Size() != size {
-		log.WithFields(logrus.Fields{"dir": dir, "size": st.Size(), "requested": size}).
-			Warn("replica: existing replica has a different size than --size; serving the existing one")
+	if err := st.Close(); err != nil {
+		return nil, err
 	}
-	s.cur.Store(st)
 	return s, nil
 }
 
@@ -103,7 +107,11 @@ func grpcErr(err error) error {
 	if err == nil {
 		return nil
 	}
+	if _, ok := status.FromError(err); ok {
+		return err
+	}
 	code := codes.Internal
+	msg := err.Error()
 	switch {
 	case errors.Is(err, replica.ErrInvalidName), errors.Is(err, replica.ErrUnaligned),
 		errors.Is(err, replica.ErrInvalidSize), errors.Is(err, replica.ErrOutOfRange),
@@ -113,14 +121,16 @@ func grpcErr(err error) error {
 		code = codes.NotFound
 	case errors.Is(err, replica.ErrSnapshotExists), errors.Is(err, replica.ErrExists):
 		code = codes.AlreadyExists
+	case errors.Is(err, replica.ErrSnapshotCountLimit), errors.Is(err, replica.ErrChainTooLong):
+		// Longhorn's text when no snapshot is left.
+		code, msg = codes.FailedPrecondition, "too many active disks: "+msg
 	case errors.Is(err, replica.ErrClosed), errors.Is(err, replica.ErrNotExist),
-		errors.Is(err, replica.ErrSnapshotCountLimit), errors.Is(err, replica.ErrSnapshotSizeLimit),
-		errors.Is(err, replica.ErrChainTooLong), errors.Is(err, replica.ErrIsHead),
+		errors.Is(err, replica.ErrSnapshotSizeLimit), errors.Is(err, replica.ErrIsHead),
 		errors.Is(err, replica.ErrRemoved), errors.Is(err, replica.ErrNotRemoved),
 		errors.Is(err, replica.ErrHasChildren):
 		code = codes.FailedPrecondition
 	}
-	return status.Error(code, err.Error())
+	return status.Error(code, msg)
 }
 
 var errClosed = status.Error(codes.FailedPrecondition, "replica is closed")
@@ -140,28 +150,39 @@ func (s *Server) withStore(fn func(st *replica.Store) error) (*enginerpc.Replica
 	return s.replicaLocked(), nil
 }
 
-// replicaLocked describes the replica (Longhorn's ptypes.Replica).
+// replicaLocked describes the replica (Longhorn's ptypes.Replica; while
+// closed only the fields of volume.meta, as Longhorn).
 func (s *Server) replicaLocked() *enginerpc.Replica {
 	st := s.cur.Load()
-	r := &enginerpc.Replica{InstanceName: s.instanceName, Dir: s.dir}
+	r := &enginerpc.Replica{InstanceName: s.instanceName, Dir: s.dir, Extensions: s.extensions,
+		Disks: map[string]*enginerpc.DiskInfo{}}
 	if s.dataConns != nil {
 		r.DataConnections = int32(s.dataConns())
 	}
 	if st == nil {
 		r.State = StateInitial
 		if m, err := replica.ReadVolumeMeta(s.dir); err == nil {
-			r.State, r.Size, r.Head, r.Parent, r.SectorSize = StateClosed, m.Size, m.Head, m.Parent, m.SectorSize
-			r.Dirty, r.Rebuilding = m.Dirty, m.Rebuilding
+			r.State, r.Size, r.Head, r.Parent, r.SectorSize = StateClosed, decimal(m.Size), m.Head, m.Parent, m.SectorSize
+			r.Dirty, r.Rebuilding, r.BackingFile = m.Dirty, m.Rebuilding, m.BackingFilePath
 		} else if !errors.Is(err, replica.ErrNotExist) {
 			r.State = StateError
 		}
 		return r
 	}
+	fillOpen(r, st)
+	return r
+}
+
+// fillOpen fills r from the open store st.
+func fillOpen(r *enginerpc.Replica, st *replica.Store) {
 	info := st.Info()
 	r.Dirty, r.Rebuilding, r.Head, r.Parent = info.Dirty, info.Rebuilding, info.Head, info.Parent
-	r.Size, r.SectorSize, r.BackingFile = info.Size, info.SectorSize, info.BackingFilePath
+	r.Size, r.SectorSize, r.BackingFile = decimal(info.Size), info.SectorSize, info.BackingFilePath
 	r.Chain = info.Chain
-	r.RevisionCounter, r.RevisionCounterDisabled = info.RevisionCounter, info.RevisionCounterDisabled
+	r.RevisionCounterDisabled = info.RevisionCounterDisabled
+	if !info.RevisionCounterDisabled {
+		r.RevisionCounter = info.RevisionCounter
+	}
 	r.UnmapMarkDiskChainRemoved = info.UnmapMarkSnapChainRemoved
 	r.RemainSnapshots = int32(info.SnapshotMaxCount - info.SnapshotCount)
 	count, size := st.SnapshotUsage()
@@ -177,223 +198,11 @@ func (s *Server) replicaLocked() *enginerpc.Replica {
 	if hs, err := st.HeadStat(); err == nil {
 		r.LastModifyTime, r.HeadFileSize = hs.ModTime.UnixNano(), hs.Allocated
 	}
-	r.Disks = map[string]*enginerpc.Disk{}
 	for name, d := range st.ListDisks() {
-		r.Disks[name] = &enginerpc.Disk{Name: d.Name, Parent: d.Parent, Children: d.Children, Removed: d.Removed,
-			UserCreated: d.UserCreated, Created: d.Created, Size: d.Size, Labels: d.Labels}
+		r.Disks[name] = &enginerpc.DiskInfo{Name: d.Name, Parent: d.Parent, Children: d.Children, Removed: d.Removed,
+			UserCreated: d.UserCreated, Created: d.Created, Size: decimal(d.Size), Labels: d.Labels}
 	}
-	return r
+	r.SnapshotCountTotal = int32(len(r.Disks))
 }
 
-// ReplicaGet returns the replica state.
-func (s *Server) ReplicaGet(context.Context, *enginerpc.Empty) (*enginerpc.Replica, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.replicaLocked(), nil
-}
-
-// ReplicaCreate creates a replica of size bytes in an empty directory.
-func (s *Server) ReplicaCreate(_ context.Context, req *enginerpc.ReplicaCreateRequest) (*enginerpc.Replica, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur.Load() != nil {
-		return nil, status.Error(codes.AlreadyExists, "replica is already open")
-	}
-	st, err := replica.Create(s.dir, req.GetSize(), s.opts)
-	if err != nil {
-		return nil, grpcErr(err)
-	}
-	s.cur.Store(st)
-	return s.replicaLocked(), nil
-}
-
-// ReplicaDelete closes the replica and removes its files.
-func (s *Server) ReplicaDelete(context.Context, *enginerpc.Empty) (*enginerpc.Empty, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.cur.Swap(nil)
-	if st == nil {
-		var err error
-		if st, err = replica.Open(s.dir, s.opts); errors.Is(err, replica.ErrNotExist) {
-			return &enginerpc.Empty{}, nil
-		} else if err != nil {
-			return nil, grpcErr(err)
-		}
-	}
-	if err := st.Delete(); err != nil {
-		return nil, grpcErr(err)
-	}
-	return &enginerpc.Empty{}, nil
-}
-
-// ReplicaOpen opens a closed replica.
-func (s *Server) ReplicaOpen(context.Context, *enginerpc.Empty) (*enginerpc.Replica, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.cur.Load() == nil {
-		st, err := replica.Open(s.dir, s.opts)
-		if err != nil {
-			return nil, grpcErr(err)
-		}
-		s.cur.Store(st)
-	}
-	return s.replicaLocked(), nil
-}
-
-// ReplicaClose closes the replica (the process keeps serving the API).
-func (s *Server) ReplicaClose(context.Context, *enginerpc.Empty) (*enginerpc.Replica, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if st := s.cur.Swap(nil); st != nil {
-		if err := st.Close(); err != nil {
-			return nil, grpcErr(err)
-		}
-	}
-	return s.replicaLocked(), nil
-}
-
-// ReplicaReload re-reads the directory (after a rebuild replaced files).
-func (s *Server) ReplicaReload(context.Context, *enginerpc.Empty) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.Reload() })
-}
-
-// ReplicaRevert starts a new head on top of the named snapshot.
-func (s *Server) ReplicaRevert(_ context.Context, req *enginerpc.ReplicaRevertRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.Revert(req.GetName(), req.GetCreated()) })
-}
-
-// ReplicaSnapshot snapshots the head under the given snapshot name.
-func (s *Server) ReplicaSnapshot(_ context.Context, req *enginerpc.ReplicaSnapshotRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error {
-		return st.Snapshot(req.GetName(), req.GetUserCreated(), req.GetCreated(), req.GetLabels())
-	})
-}
-
-// ReplicaExpand grows the replica (never shrinks).
-func (s *Server) ReplicaExpand(_ context.Context, req *enginerpc.ReplicaExpandRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.Expand(req.GetSize()) })
-}
-
-// DiskRemove deletes a disk that is not the head (rebuild drops extra disks).
-func (s *Server) DiskRemove(_ context.Context, req *enginerpc.DiskRemoveRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.RemoveDiffDisk(req.GetName(), req.GetForce()) })
-}
-
-// DiskPrepareRemove shows what purging a removed disk would do.
-func (s *Server) DiskPrepareRemove(_ context.Context, req *enginerpc.DiskPrepareRemoveRequest) (*enginerpc.DiskPrepareRemoveReply, error) {
-	var out []*enginerpc.PrepareRemoveAction
-	_, err := s.withStore(func(st *replica.Store) error {
-		acts, err := st.PrepareRemoveDisk(req.GetName())
-		for _, a := range acts {
-			out = append(out, &enginerpc.PrepareRemoveAction{Action: a.Action, Source: a.Source, Target: a.Target})
-		}
-		return err
-	})
-	if err != nil {
-		return nil, err
-	}
-	return &enginerpc.DiskPrepareRemoveReply{Operations: out}, nil
-}
-
-// DiskMarkAsRemoved marks a snapshot removed (deleted by the next purge).
-func (s *Server) DiskMarkAsRemoved(_ context.Context, req *enginerpc.DiskMarkAsRemovedRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.MarkDiskAsRemoved(req.GetName()) })
-}
-
-// RebuildingSet sets volume.meta Rebuilding.
-func (s *Server) RebuildingSet(_ context.Context, req *enginerpc.RebuildingSetRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.SetRebuilding(req.GetRebuilding()) })
-}
-
-// RevisionCounterSet stores the revision counter.
-func (s *Server) RevisionCounterSet(_ context.Context, req *enginerpc.RevisionCounterSetRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.SetRevisionCounter(req.GetCounter()) })
-}
-
-// UnmapMarkDiskChainRemovedSet changes --unmap-mark-snap-chain-removed.
-func (s *Server) UnmapMarkDiskChainRemovedSet(_ context.Context, req *enginerpc.UnmapMarkDiskChainRemovedSetRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error {
-		st.SetUnmapMarkSnapChainRemoved(req.GetEnabled())
-		return nil
-	})
-}
-
-// SnapshotMaxCountSet changes snapshot-max-count.
-func (s *Server) SnapshotMaxCountSet(_ context.Context, req *enginerpc.SnapshotMaxCountSetRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.SetSnapshotMaxCount(int(req.GetCount())) })
-}
-
-// SnapshotMaxSizeSet changes snapshot-max-size.
-func (s *Server) SnapshotMaxSizeSet(_ context.Context, req *enginerpc.SnapshotMaxSizeSetRequest) (*enginerpc.Replica, error) {
-	return s.withStore(func(st *replica.Store) error { return st.SetSnapshotMaxSize(req.GetSize()) })
-}
-
-// errNoStore is returned on the data path while the replica is closed.
-var errNoStore = fmt.Errorf("replica: %w", replica.ErrClosed)
-
-// dataHandler serves dataconn requests from the current store.
-type dataHandler struct{ s *Server }
-
-func (h dataHandler) store() (*replica.Store, error) {
-	if st := h.s.cur.Load(); st != nil {
-		return st, nil
-	}
-	return nil, errNoStore
-}
-
-func (h dataHandler) ReadAt(p []byte, off int64) (int, error) {
-	st, err := h.store()
-	if err != nil {
-		return 0, err
-	}
-	return st.ReadAt(p, off)
-}
-
-func (h dataHandler) WriteAt(p []byte, off int64) (int, error) {
-	st, err := h.store()
-	if err != nil {
-		return 0, err
-	}
-	return st.WriteAt(p, off)
-}
-
-func (h dataHandler) UnmapAt(length uint32, off int64) (int, error) {
-	st, err := h.store()
-	if err != nil {
-		return 0, err
-	}
-	return st.UnmapAt(length, off)
-}
-
-func (h dataHandler) Flush() error {
-	st, err := h.store()
-	if err != nil {
-		return err
-	}
-	return st.Flush()
-}
-
-func (h dataHandler) PingResponse() error {
-	_, err := h.store()
-	return err
-}
-
-// syncReplica adapts the server to what the sync agent needs.
-type syncReplica struct{ s *Server }
-
-func (r syncReplica) FilePath(name string) (string, error) {
-	if err := replica.ValidateFileName(name); err != nil {
-		return "", err
-	}
-	return r.s.dir + string(os.PathSeparator) + name, nil
-}
-
-func (r syncReplica) Purge(ctx context.Context, progress func(disk string, done, total int64)) error {
-	st := r.s.cur.Load()
-	if st == nil {
-		return errNoStore
-	}
-	return st.Purge(ctx, progress)
-}
-
-func itoa(n int) string { return strconv.Itoa(n) }
+func decimal(n int64) string { return enginerpc.FormatSize(n) }

@@ -9,6 +9,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
@@ -27,42 +28,58 @@ func TestReplicaServiceLifecycle(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := context.Background()
-	e := &enginerpc.Empty{}
-	if r, _ := s.ReplicaGet(ctx, e); r.GetState() != StateInitial {
-		t.Fatalf("empty dir state %q", r.GetState())
+	e := &emptypb.Empty{}
+	now := "2026-12-01T10:00:00Z"
+	if r, _ := s.ReplicaGet(ctx, e); r.GetReplica().GetState() != StateInitial {
+		t.Fatalf("empty dir state %q", r.GetReplica().GetState())
 	}
-	if _, err := s.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "x"}); status.Code(err) != codes.FailedPrecondition {
+	if _, err := s.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "x", Created: now}); status.Code(err) != codes.FailedPrecondition {
 		t.Fatalf("snapshot without a replica: %v", err)
 	}
-	if _, err := s.ReplicaCreate(ctx, &enginerpc.ReplicaCreateRequest{Size: 1000}); status.Code(err) != codes.InvalidArgument {
-		t.Fatalf("unaligned create: %v", err)
+	for _, bad := range []string{"1000", "ten", "-4096"} {
+		if _, err := s.ReplicaCreate(ctx, &enginerpc.ReplicaCreateRequest{Size: bad}); status.Code(err) != codes.InvalidArgument {
+			t.Fatalf("create size %q: %v", bad, err)
+		}
 	}
-	r, err := s.ReplicaCreate(ctx, &enginerpc.ReplicaCreateRequest{Size: 1 << 20})
-	if err != nil || r.GetSize() != 1<<20 || r.GetInstanceName() != "r-1" || len(r.GetChain()) != 1 {
+	r, err := s.ReplicaCreate(ctx, &enginerpc.ReplicaCreateRequest{Size: "1048576"})
+	if err != nil || r.GetReplica().GetState() != StateClosed || r.GetReplica().GetSize() != "1048576" {
 		t.Fatalf("create: %v %v", r, err)
 	}
-	if _, err := s.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "s1", UserCreated: true}); err != nil {
+	// Longhorn: create in any other state is a no-op.
+	if r, err := s.ReplicaCreate(ctx, &enginerpc.ReplicaCreateRequest{Size: "4096"}); err != nil || r.GetReplica().GetSize() != "1048576" {
+		t.Fatalf("second create: %v %v", r, err)
+	}
+	o, err := s.ReplicaOpen(ctx, &enginerpc.ReplicaOpenRequest{})
+	if err != nil || o.GetReplica().GetInstanceName() != "r-1" || len(o.GetReplica().GetChain()) != 1 {
+		t.Fatalf("open: %v %v", o, err)
+	}
+	if _, err := s.ReplicaOpen(ctx, &enginerpc.ReplicaOpenRequest{}); status.Convert(err).Message() != "replica is already open" {
+		t.Fatalf("second open: %v", err)
+	}
+	if _, err := s.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "s1", UserCreated: true, Created: now}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "s1"}); status.Code(err) != codes.AlreadyExists {
+	_, err = s.ReplicaSnapshot(ctx, &enginerpc.ReplicaSnapshotRequest{Name: "s1", Created: now})
+	if status.Code(err) != codes.AlreadyExists || status.Convert(err).Message() != "snapshot volume-snap-s1.img is already existing" {
 		t.Fatalf("duplicate snapshot: %v", err)
 	}
-	if _, err := s.ReplicaRevert(ctx, &enginerpc.ReplicaRevertRequest{Name: "nope"}); status.Code(err) != codes.NotFound {
+	if _, err := s.ReplicaRevert(ctx, &enginerpc.ReplicaRevertRequest{Name: "nope", Created: now}); status.Code(err) != codes.NotFound {
 		t.Fatalf("revert to unknown: %v", err)
 	}
-	if _, err := s.ReplicaExpand(ctx, &enginerpc.ReplicaExpandRequest{Size: 4096}); status.Code(err) != codes.InvalidArgument {
+	_, err = s.ReplicaExpand(ctx, &enginerpc.ReplicaExpandRequest{Size: 4096})
+	if status.Code(err) != codes.Internal || status.Convert(err).Message()[0] != '{' {
 		t.Fatalf("shrink: %v", err)
 	}
-	r, err = s.ReplicaClose(ctx, e)
-	if err != nil || r.GetState() != StateClosed || r.GetDirty() {
-		t.Fatalf("close: %v %v", r, err)
+	c, err := s.ReplicaClose(ctx, e)
+	if err != nil || c.GetReplica().GetState() != StateClosed || c.GetReplica().GetDirty() {
+		t.Fatalf("close: %v %v", c, err)
 	}
 	if _, err := (dataHandler{s}).WriteAt(make([]byte, 4096), 0); err == nil {
 		t.Fatal("write to a closed replica succeeded")
 	}
-	r, err = s.ReplicaOpen(ctx, e)
-	if err != nil || r.GetState() != StateDirty || r.GetDisks()["volume-snap-s1.img"] == nil {
-		t.Fatalf("open: %v %v", r, err)
+	o, err = s.ReplicaOpen(ctx, &enginerpc.ReplicaOpenRequest{})
+	if err != nil || o.GetReplica().GetState() != StateDirty || o.GetReplica().GetDisks()["volume-snap-s1.img"] == nil {
+		t.Fatalf("open: %v %v", o, err)
 	}
 	if _, err := (dataHandler{s}).WriteAt(make([]byte, 4096), 4096); err != nil {
 		t.Fatal(err)
@@ -70,8 +87,8 @@ func TestReplicaServiceLifecycle(t *testing.T) {
 	if _, err := s.ReplicaDelete(ctx, e); err != nil {
 		t.Fatal(err)
 	}
-	if r, _ := s.ReplicaGet(ctx, e); r.GetState() != StateInitial {
-		t.Fatalf("after delete: %q", r.GetState())
+	if r, _ := s.ReplicaGet(ctx, e); r.GetReplica().GetState() != StateInitial {
+		t.Fatalf("after delete: %q", r.GetReplica().GetState())
 	}
 }
 

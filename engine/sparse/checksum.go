@@ -71,3 +71,10 @@ func hashFile(h hash.Hash, f *os.File, buf []byte, off, n int64) error {
 	}
 	return nil
 }
+
+// SumBytes is the SHA-512 of b, the digest Checksum gives for a range
+// holding b.
+func SumBytes(b []byte) []byte {
+	s := sha512.Sum512(b)
+	return s[:]
+}

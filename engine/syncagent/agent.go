@@ -15,8 +15,10 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+	"github.com/longhorn-go/longhorn/engine/rpcmeta"
 )
 
 // Replica is what the sync agent needs from the replica process it belongs to.
@@ -28,55 +30,69 @@ type Replica interface {
 	Purge(ctx context.Context, progress func(disk string, done, total int64)) error
 }
 
-// Operation states as Longhorn reports them.
+// Operation states as Longhorn reports them (types.ProcessState*).
 const (
 	StateInProgress = "in_progress"
 	StateComplete   = "complete"
 	StateError      = "error"
 )
 
-// opStatus is the state of a background operation (rebuild or purge).
+// opStatus is the state of a background operation (rebuild, purge, clone).
 type opStatus struct {
 	active   bool
 	err      string
 	progress int32 // percent
 	state    string
-	from     string
+	from     []string
 	name     string // snapshot being cloned
 }
 
-// Agent implements SyncAgentService for one replica. Transfer receivers bind
-// ports from [PortStart, PortEnd] on Host.
+// Config configures an Agent.
+type Config struct {
+	// Host and PortStart..PortEnd are where transfer receivers listen
+	// (Longhorn: P+3..P+9).
+	Host               string
+	PortStart, PortEnd int
+	// VolumeName is sent as volume-name metadata to other agents.
+	VolumeName string
+	// HashLockPath is the node-wide lock file of snapshot hashing
+	// (Longhorn: /var/lib/longhorn/.lock/hash); "" = DefaultHashLockPath.
+	HashLockPath string
+	Log          logrus.FieldLogger
+}
+
+// Agent implements SyncAgentService for one replica.
 type Agent struct {
 	enginerpc.UnimplementedSyncAgentServiceServer
 
-	r         Replica
-	host      string
-	portStart int
-	portEnd   int
-	log       logrus.FieldLogger
+	r   Replica
+	cfg Config
+	log logrus.FieldLogger
 
 	mu      gosync.Mutex
 	rebuild opStatus
 	purge   opStatus
 	clone   opStatus
 	cancel  context.CancelFunc // of the running FilesSync
+	hashes  map[string]*hashTask
 	ctx     context.Context
 	stop    context.CancelFunc
 	wg      gosync.WaitGroup
 }
 
-// NewAgent returns an agent for r whose receivers listen on host, ports
-// portStart..portEnd (Longhorn: P+3..P+9).
-func NewAgent(r Replica, host string, portStart, portEnd int, log logrus.FieldLogger) *Agent {
-	if log == nil {
-		log = logrus.StandardLogger()
+// NewAgent returns an agent for r.
+func NewAgent(r Replica, cfg Config) *Agent {
+	if cfg.Log == nil {
+		cfg.Log = logrus.StandardLogger()
+	}
+	if cfg.HashLockPath == "" {
+		cfg.HashLockPath = DefaultHashLockPath
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Agent{r: r, host: host, portStart: portStart, portEnd: portEnd, log: log, ctx: ctx, stop: stop}
+	return &Agent{r: r, cfg: cfg, log: cfg.Log, ctx: ctx, stop: stop, hashes: map[string]*hashTask{}}
 }
 
-// Close cancels running transfers and purges and waits for them.
+// Close cancels running transfers, purges and hashes and waits for them.
 func (a *Agent) Close() {
 	a.stop()
 	a.wg.Wait()
@@ -85,7 +101,7 @@ func (a *Agent) Close() {
 func invalid(err error) error { return status.Error(codes.InvalidArgument, err.Error()) }
 
 // FileRemove deletes one layout file of the replica directory.
-func (a *Agent) FileRemove(_ context.Context, req *enginerpc.FileRemoveRequest) (*enginerpc.Empty, error) {
+func (a *Agent) FileRemove(_ context.Context, req *enginerpc.FileRemoveRequest) (*emptypb.Empty, error) {
 	p, err := a.r.FilePath(req.GetFileName())
 	if err != nil {
 		return nil, invalid(err)
@@ -93,11 +109,11 @@ func (a *Agent) FileRemove(_ context.Context, req *enginerpc.FileRemoveRequest) 
 	if err := removeIfExists(p); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
 // FileRename renames one layout file to another layout file name.
-func (a *Agent) FileRename(_ context.Context, req *enginerpc.FileRenameRequest) (*enginerpc.Empty, error) {
+func (a *Agent) FileRename(_ context.Context, req *enginerpc.FileRenameRequest) (*emptypb.Empty, error) {
 	from, err := a.r.FilePath(req.GetOldFileName())
 	if err != nil {
 		return nil, invalid(err)
@@ -109,16 +125,16 @@ func (a *Agent) FileRename(_ context.Context, req *enginerpc.FileRenameRequest) 
 	if err := rename(from, to); err != nil {
 		return nil, status.Error(codes.Internal, err.Error())
 	}
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
 // ReceiverLaunch opens a receiver for one file on a free transfer port.
-func (a *Agent) ReceiverLaunch(_ context.Context, req *enginerpc.ReceiverLaunchRequest) (*enginerpc.ReceiverLaunchReply, error) {
+func (a *Agent) ReceiverLaunch(_ context.Context, req *enginerpc.ReceiverLaunchRequest) (*enginerpc.ReceiverLaunchResponse, error) {
 	r, err := a.launch(req.GetToFileName())
 	if err != nil {
 		return nil, err
 	}
-	return &enginerpc.ReceiverLaunchReply{Port: int32(r.Port())}, nil
+	return &enginerpc.ReceiverLaunchResponse{Port: int32(r.Port())}, nil
 }
 
 func (a *Agent) launch(name string) (*Receiver, error) {
@@ -126,18 +142,20 @@ func (a *Agent) launch(name string) (*Receiver, error) {
 	if err != nil {
 		return nil, invalid(err)
 	}
-	for port := a.portStart; port <= a.portEnd; port++ {
-		ln, err := net.Listen("tcp", net.JoinHostPort(a.host, strconv.Itoa(port)))
+	for port := a.cfg.PortStart; port <= a.cfg.PortEnd; port++ {
+		ln, err := net.Listen("tcp", net.JoinHostPort(a.cfg.Host, strconv.Itoa(port)))
 		if err != nil {
 			continue
 		}
 		return NewReceiver(ln, p, 0), nil
 	}
-	return nil, status.Errorf(codes.ResourceExhausted, "no free transfer port in %d-%d", a.portStart, a.portEnd)
+	return nil, status.Errorf(codes.ResourceExhausted, "out of ports: no free transfer port in %d-%d", a.cfg.PortStart, a.cfg.PortEnd)
 }
 
-// FileSend sends one local file to a receiver and returns when it is done.
-func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*enginerpc.FileSendReply, error) {
+// FileSend sends one local file to a receiver and returns when it is done:
+// with directIO unless it is a .meta file, with the fast path when asked
+// (Longhorn's FileSend).
+func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*emptypb.Empty, error) {
 	p, err := a.r.FilePath(req.GetFromFileName())
 	if err != nil {
 		return nil, invalid(err)
@@ -147,191 +165,112 @@ func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*
 	}
 	st, err := SendFile(ctx, p, hostPort(req.GetHost(), int(req.GetPort())), SendOptions{
 		FastSync: req.GetFastSync(),
+		DirectIO: !strings.HasSuffix(req.GetFromFileName(), ".meta"),
 		Timeout:  time.Duration(req.GetFileSyncHttpClientTimeout()) * time.Second,
 	})
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "send %s: %v", req.GetFromFileName(), err)
 	}
-	return &enginerpc.FileSendReply{SentBytes: st.Sent, SkippedBytes: st.Skipped}, nil
+	a.log.WithFields(logrus.Fields{"file": req.GetFromFileName(), "sent": st.Sent, "skipped": st.Skipped,
+		"holes": st.Holes}).Debug("sync agent: file sent")
+	return &emptypb.Empty{}, nil
 }
 
-// FilesSync starts pulling files from another replica's sync agent; progress
-// is in ReplicaRebuildStatus.
-func (a *Agent) FilesSync(_ context.Context, req *enginerpc.FilesSyncRequest) (*enginerpc.Empty, error) {
-	host, port, err := ParseReplicaAddress(req.GetFromAddress())
+// dialAgent connects to the sync agent of the replica at addr ("tcp://HOST:P"
+// or "HOST:P": the agent is at P+2).
+func (a *Agent) dialAgent(addr string) (*grpc.ClientConn, enginerpc.SyncAgentServiceClient, error) {
+	host, port, err := ParseReplicaAddress(addr)
 	if err != nil {
-		return nil, invalid(err)
+		return nil, nil, err
 	}
-	if req.GetToHost() == "" {
-		return nil, invalid(errors.New("to_host is empty"))
+	conn, err := grpc.NewClient(net.JoinHostPort(host, strconv.Itoa(port+2)),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, nil, err
 	}
-	for _, fi := range req.GetSyncFileInfoList() {
-		if _, err := a.r.FilePath(fi.GetToFileName()); err != nil {
-			return nil, invalid(err)
-		}
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	if a.rebuild.active {
-		return nil, status.Error(codes.FailedPrecondition, "a rebuild is already in progress")
-	}
-	if a.purge.active {
-		return nil, status.Error(codes.FailedPrecondition, "a snapshot purge is in progress")
-	}
-	a.rebuild = opStatus{active: true, state: StateInProgress, from: req.GetFromAddress()}
-	ctx, cancel := context.WithCancel(a.ctx)
-	a.cancel = cancel
-	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		defer cancel()
-		err := a.syncFiles(ctx, net.JoinHostPort(host, strconv.Itoa(port+2)), req)
-		a.finishRebuild(err)
-	}()
-	return &enginerpc.Empty{}, nil
+	return conn, enginerpc.NewSyncAgentServiceClient(conn), nil
 }
 
-func (a *Agent) finishRebuild(err error) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.rebuild.active = false
-	a.cancel = nil
-	if err != nil {
-		a.rebuild.state, a.rebuild.err = StateError, err.Error()
-		a.log.WithError(err).Error("sync agent: files sync failed")
-		return
-	}
-	a.rebuild.state, a.rebuild.progress = StateComplete, 100
-}
-
-func (a *Agent) setRebuildProgress(done, total int64) {
-	pct := int32(99)
-	if total > 0 && done < total {
-		pct = int32(done * 100 / total)
-	}
-	a.mu.Lock()
-	a.rebuild.progress = pct
-	a.mu.Unlock()
-}
-
-// syncFiles pulls each file: a receiver here, FileSend on the source agent.
-func (a *Agent) syncFiles(ctx context.Context, sourceAgent string, req *enginerpc.FilesSyncRequest) error {
-	conn, err := grpc.NewClient(sourceAgent, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		return err
-	}
-	defer conn.Close()
-	src := enginerpc.NewSyncAgentServiceClient(conn)
-	var total, done int64
-	for _, fi := range req.GetSyncFileInfoList() {
-		total += max(fi.GetActualSize(), 1)
-	}
-	for _, fi := range req.GetSyncFileInfoList() {
-		base := done // the progress callback must not read done while this loop writes it
-		if err := a.pullFile(ctx, src, req, fi, func(n int64) { a.setRebuildProgress(base+n, total) }); err != nil {
-			return err
-		}
-		done += max(fi.GetActualSize(), 1)
-		a.setRebuildProgress(done, total)
-	}
-	return nil
-}
-
-func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClient, req *enginerpc.FilesSyncRequest,
-	fi *enginerpc.SyncFileInfo, progress func(int64)) error {
-	recv, err := a.launch(fi.GetToFileName())
-	if err != nil {
-		return err
-	}
-	defer recv.Close()
-	stopWatch, watchDone := make(chan struct{}), make(chan struct{})
-	defer func() { close(stopWatch); <-watchDone }() // no progress report after the file is done
-	go func() {
-		defer close(watchDone)
-		t := time.NewTicker(500 * time.Millisecond)
-		defer t.Stop()
-		for {
-			select {
-			case <-stopWatch:
-				return
-			case <-t.C:
-				progress(recv.Processed())
-			}
-		}
-	}()
-	_, err = src.FileSend(ctx, &enginerpc.FileSendRequest{
-		FromFileName: fi.GetFromFileName(), Host: req.GetToHost(), Port: int32(recv.Port()),
-		FastSync: req.GetFastSync(), FileSyncHttpClientTimeout: req.GetFileSyncHttpClientTimeout(),
-	})
-	if err != nil {
-		return fmt.Errorf("sync %s from %s: %w", fi.GetFromFileName(), req.GetFromAddress(), err)
-	}
-	select {
-	case <-recv.Done():
-	case <-ctx.Done():
-		return ctx.Err()
-	}
-	if err := recv.Err(); err != nil {
-		return fmt.Errorf("receive %s: %w", fi.GetToFileName(), err)
-	}
-	return nil
+// outgoing is ctx with this agent's identity for calls to other agents
+// (its volume name, no instance name, as Longhorn's agents send).
+func (a *Agent) outgoing(ctx context.Context) context.Context {
+	return rpcmeta.WithIdentity(ctx, a.cfg.VolumeName, "")
 }
 
 // ReplicaRebuildStatus reports the last or running FilesSync.
-func (a *Agent) ReplicaRebuildStatus(context.Context, *enginerpc.Empty) (*enginerpc.SyncReplicaRebuildStatus, error) {
+func (a *Agent) ReplicaRebuildStatus(context.Context, *emptypb.Empty) (*enginerpc.ReplicaRebuildStatusResponse, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.rebuild
-	return &enginerpc.SyncReplicaRebuildStatus{IsRebuilding: st.active, Error: st.err, Progress: st.progress,
-		State: st.state, FromReplicaAddress: st.from}, nil
+	out := &enginerpc.ReplicaRebuildStatusResponse{IsRebuilding: st.active, Error: st.err, Progress: st.progress,
+		State: st.state, FromReplicaAddressList: st.from}
+	if len(st.from) > 0 {
+		out.FromReplicaAddress = st.from[0]
+	}
+	return out, nil
 }
 
-// SnapshotPurge starts purging the snapshots marked removed.
-func (a *Agent) SnapshotPurge(context.Context, *enginerpc.Empty) (*enginerpc.Empty, error) {
+// SnapshotPurge starts purging the snapshots marked removed (Longhorn: an
+// error when a purge already runs, "replica is already purging snapshots").
+func (a *Agent) SnapshotPurge(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if a.purge.active {
-		return nil, status.Error(codes.FailedPrecondition, "a snapshot purge is already in progress")
+		return nil, status.Error(codes.FailedPrecondition, "replica is already purging snapshots")
 	}
 	if a.rebuild.active {
-		return nil, status.Error(codes.FailedPrecondition, "a rebuild is in progress")
+		return nil, status.Error(codes.FailedPrecondition, "cannot purge snapshots: the replica is rebuilding")
 	}
 	a.purge = opStatus{active: true, state: StateInProgress}
 	a.wg.Add(1)
-	go func() {
-		defer a.wg.Done()
-		err := a.r.Purge(a.ctx, func(_ string, done, total int64) {
-			pct := int32(99)
-			if total > 0 && done < total {
-				pct = int32(done * 100 / total)
-			}
-			a.mu.Lock()
-			a.purge.progress = pct
-			a.mu.Unlock()
-		})
+	go a.runPurge()
+	return &emptypb.Empty{}, nil
+}
+
+func (a *Agent) runPurge() {
+	defer a.wg.Done()
+	err := a.r.Purge(a.ctx, func(_ string, done, total int64) {
 		a.mu.Lock()
-		defer a.mu.Unlock()
-		a.purge.active = false
-		if err != nil {
-			a.purge.state, a.purge.err = StateError, err.Error()
-			a.log.WithError(err).Error("sync agent: snapshot purge failed")
-			return
-		}
-		a.purge.state, a.purge.progress = StateComplete, 100
-	}()
-	return &enginerpc.Empty{}, nil
+		a.purge.progress = percent(done, total)
+		a.mu.Unlock()
+	})
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.purge.active = false
+	if err != nil {
+		a.purge.state, a.purge.err = StateError, err.Error()
+		a.log.WithError(err).Error("sync agent: snapshot purge failed")
+		return
+	}
+	a.purge.state, a.purge.progress = StateComplete, 100
+}
+
+// percent is done/total as a percentage below 100 until complete.
+func percent(done, total int64) int32 {
+	if total > 0 && done < total {
+		return int32(done * 100 / total)
+	}
+	return 99
 }
 
 // SnapshotPurgeStatus reports the last or running purge.
-func (a *Agent) SnapshotPurgeStatus(context.Context, *enginerpc.Empty) (*enginerpc.SyncSnapshotPurgeStatus, error) {
+func (a *Agent) SnapshotPurgeStatus(context.Context, *emptypb.Empty) (*enginerpc.SnapshotPurgeStatusResponse, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	st := a.purge
-	return &enginerpc.SyncSnapshotPurgeStatus{IsPurging: st.active, Error: st.err, Progress: st.progress, State: st.state}, nil
+	return &enginerpc.SnapshotPurgeStatusResponse{IsPurging: st.active, Error: st.err, Progress: st.progress, State: st.state}, nil
+}
+
+// RestoreStatus reports the replica's backup restore: none has run, as
+// this implementation has no backupstore yet (BackupRestore answers
+// Unimplemented). Longhorn's CLI asks every WO replica during a rebuild
+// (replica-rebuild-status), so this must answer.
+func (a *Agent) RestoreStatus(context.Context, *emptypb.Empty) (*enginerpc.RestoreStatusResponse, error) {
+	return &enginerpc.RestoreStatusResponse{}, nil
 }
 
 // Reset cancels a running files sync and clears the finished statuses.
-func (a *Agent) Reset(context.Context, *enginerpc.Empty) (*enginerpc.Empty, error) {
+func (a *Agent) Reset(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	a.mu.Lock()
 	if a.cancel != nil {
 		a.cancel()
@@ -346,23 +285,27 @@ func (a *Agent) Reset(context.Context, *enginerpc.Empty) (*enginerpc.Empty, erro
 		a.clone = opStatus{}
 	}
 	a.mu.Unlock()
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
-// ParseReplicaAddress splits a replica address "tcp://HOST:P" (or "HOST:P")
-// into host and its first port P.
+// ErrBadAddress is a replica address that is not [tcp://|http://]HOST:P[/v1].
+var ErrBadAddress = errors.New("bad replica address")
+
+// ParseReplicaAddress splits a replica address "tcp://HOST:P" (or "HOST:P",
+// "http://HOST:P/v1", the forms Longhorn's clients accept) into host and
+// its first port P.
 func ParseReplicaAddress(addr string) (string, int, error) {
-	hp := strings.TrimPrefix(addr, "tcp://")
+	hp := strings.TrimSuffix(strings.TrimPrefix(strings.TrimPrefix(addr, "tcp://"), "http://"), "/v1")
 	host, ps, err := net.SplitHostPort(hp)
 	if err != nil {
-		return "", 0, fmt.Errorf("replica address %q: %w (want tcp://HOST:PORT)", addr, err)
+		return "", 0, fmt.Errorf("%w %q: %v (want tcp://HOST:PORT)", ErrBadAddress, addr, err)
 	}
 	port, err := strconv.Atoi(ps)
 	if err != nil || port <= 0 || port > 65535-9 {
-		return "", 0, fmt.Errorf("replica address %q: port %q must be 1..65526", addr, ps)
+		return "", 0, fmt.Errorf("%w %q: port %q must be 1..65526", ErrBadAddress, addr, ps)
 	}
 	if host == "" {
-		return "", 0, fmt.Errorf("replica address %q: empty host", addr)
+		return "", 0, fmt.Errorf("%w %q: empty host", ErrBadAddress, addr)
 	}
 	return host, port, nil
 }

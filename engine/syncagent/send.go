@@ -9,8 +9,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
-	"strconv"
+	"strings"
 	gosync "sync"
 	"sync/atomic"
 	"time"
@@ -21,9 +22,13 @@ import (
 
 // SendOptions tune SendFile. Zero values take the defaults.
 type SendOptions struct {
-	// FastSync asks the receiver for a checksum of each batch and skips
-	// batches that already match.
+	// FastSync skips the whole transfer when the receiver's recorded
+	// checksum equals the source's and both are current (Longhorn's fast
+	// replica rebuild); only for .img files.
 	FastSync bool
+	// DirectIO asks the receiver to write with O_DIRECT (Longhorn: every
+	// file but .meta files); the file size must be a multiple of 4096.
+	DirectIO bool
 	// Timeout bounds each HTTP request (default DefaultTimeout).
 	Timeout time.Duration
 	// Workers is the number of concurrent requests (default DefaultWorkers).
@@ -35,12 +40,28 @@ type SendOptions struct {
 // SendStats counts what a transfer did, in bytes.
 type SendStats struct {
 	Sent    int64 // data bytes sent with writeData
-	Skipped int64 // data bytes whose checksum already matched
+	Skipped int64 // data bytes whose checksum already matched (or the whole file, fast path)
 	Holes   int64 // bytes punched on the receiver
 }
 
-// SendFile sends the file at path to the ssync receiver at hostport (HOST:PORT)
-// and closes the receiver. It returns when the receiver acknowledged close.
+// Retry policy of the data requests (sparse-tools client): sendHole,
+// writeData, getChecksum and getRecordedMetadata are tried up to
+// retryAttempts times with exponential backoff from retryFirst to
+// retryMax; open retries transport errors for openRetryFor. Variables so
+// tests can shorten them.
+var (
+	retryAttempts = 6
+	retryFirst    = 2 * time.Second
+	retryMax      = 30 * time.Second
+	openRetryFor  = 120 * time.Second
+)
+
+// SendFile sends the file at path to the ssync receiver at hostport
+// (HOST:PORT) as sparse-tools' sender does (longhorn-engine-wire.md §5):
+// the fast path first (FastSync, .img files), then open, the data and
+// holes, and close with the source's recorded checksum, which the receiver
+// records. It returns when close was answered; close's own result is
+// ignored, as sparse-tools does.
 func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (SendStats, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -51,17 +72,79 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 	if err != nil {
 		return SendStats{}, err
 	}
+	size := fi.Size()
+	if opts.DirectIO && size%directIOAlign != 0 {
+		return SendStats{}, fmt.Errorf("ssync: %s: size %d is not a multiple of %d, as directIO needs", path, size, directIOAlign)
+	}
 	s := newSender(f, hostport, opts)
 	defer s.client.CloseIdleConnections()
-	size := fi.Size()
-	if err := s.call(ctx, http.MethodGet, "open", Interval{0, size}, nil, nil); err != nil {
-		return SendStats{}, fmt.Errorf("ssync open %s: %w", hostport, err)
+	var rec RecordedMetadata
+	if strings.HasSuffix(path, ".img") {
+		rec, _, _ = ReadRecorded(path) // a missing or bad record only disables the fast path
 	}
-	if err := s.run(ctx, size, true); err != nil {
+	defer s.sendClose(rec)
+	if opts.FastSync && strings.HasSuffix(path, ".img") && s.remoteHasSame(ctx, path, rec) {
+		s.skipped.Add(size)
+		s.progress(size)
+		return s.stats(), nil
+	}
+	existed, err := s.open(ctx, size, opts.DirectIO)
+	if err != nil {
+		return SendStats{}, err
+	}
+	if err := s.run(ctx, size, true, existed); err != nil {
 		return s.stats(), err
 	}
-	if err := s.call(ctx, http.MethodPost, "close", Interval{}, nil, nil); err != nil {
-		return s.stats(), fmt.Errorf("ssync close %s: %w", hostport, err)
+	return s.stats(), nil
+}
+
+// remoteHasSame is the fast path: the local recorded checksum is current
+// and the receiver's recorded one is the same.
+func (s *sender) remoteHasSame(ctx context.Context, path string, rec RecordedMetadata) bool {
+	if rec.Method == "" || rec.Checksum == "" || rec.ChangeTime == "" {
+		return false
+	}
+	if ct, err := ChangeTime(path); err != nil || ct != rec.ChangeTime {
+		return false
+	}
+	var remote RecordedMetadata
+	if err := s.retry(ctx, func() error {
+		return s.call(ctx, http.MethodGet, "getRecordedMetadata", nil, nil, &remote)
+	}); err != nil {
+		return false
+	}
+	return remote.Checksum == rec.Checksum
+}
+
+// SendLayers sends the flattened content of a chain of layer files (oldest
+// first, each a sparse file of at most size bytes) to the ssync receiver at
+// hostport (VolumeExport): the receiver's file is sized to size and each
+// layer's data extents are written over the previous layers', one layer at
+// a time; a file that existed on the receiver is first punched whole.
+func SendLayers(ctx context.Context, layers []string, size int64, hostport string, opts SendOptions) (SendStats, error) {
+	s := newSender(nil, hostport, opts)
+	defer s.client.CloseIdleConnections()
+	defer s.sendClose(RecordedMetadata{})
+	existed, err := s.open(ctx, size, opts.DirectIO)
+	if err != nil {
+		return SendStats{}, err
+	}
+	if existed && size > 0 {
+		if err := s.do(ctx, job{iv: Interval{0, size}, hole: true}, false); err != nil {
+			return SendStats{}, err
+		}
+	}
+	for _, path := range layers {
+		f, err := os.Open(path)
+		if err != nil {
+			return s.stats(), err
+		}
+		s.f = f
+		err = s.run(ctx, size, false, false)
+		f.Close()
+		if err != nil {
+			return s.stats(), err
+		}
 	}
 	return s.stats(), nil
 }
@@ -75,41 +158,14 @@ func newSender(f *os.File, hostport string, opts SendOptions) *sender {
 	}
 	return &sender{
 		f: f, base: "http://" + hostport + ssyncPrefix, opts: opts,
-		client: &http.Client{Transport: &http.Transport{
-			DialContext:         (&net.Dialer{Timeout: opts.Timeout}).DialContext,
-			MaxIdleConnsPerHost: opts.Workers,
-			DisableCompression:  true,
+		client: &http.Client{Timeout: opts.Timeout, Transport: &http.Transport{
+			DialContext:           (&net.Dialer{Timeout: opts.Timeout}).DialContext,
+			ResponseHeaderTimeout: opts.Timeout,
+			IdleConnTimeout:       120 * time.Second,
+			MaxIdleConnsPerHost:   opts.Workers,
+			DisableCompression:    true,
 		}},
 	}
-}
-
-// SendLayers sends the flattened content of a chain of layer files (oldest
-// first, each a sparse file of at most size bytes) to the ssync receiver at
-// hostport: the receiver's file is sized to size and each layer's data
-// extents are written over the previous layers', one layer at a time. The
-// receiver's file must be new (holes are not sent).
-func SendLayers(ctx context.Context, layers []string, size int64, hostport string, opts SendOptions) (SendStats, error) {
-	s := newSender(nil, hostport, opts)
-	defer s.client.CloseIdleConnections()
-	if err := s.call(ctx, http.MethodGet, "open", Interval{0, size}, nil, nil); err != nil {
-		return SendStats{}, fmt.Errorf("ssync open %s: %w", hostport, err)
-	}
-	for _, path := range layers {
-		f, err := os.Open(path)
-		if err != nil {
-			return s.stats(), err
-		}
-		s.f = f
-		err = s.run(ctx, size, false)
-		f.Close()
-		if err != nil {
-			return s.stats(), err
-		}
-	}
-	if err := s.call(ctx, http.MethodPost, "close", Interval{}, nil, nil); err != nil {
-		return s.stats(), fmt.Errorf("ssync close %s: %w", hostport, err)
-	}
-	return s.stats(), nil
 }
 
 type sender struct {
@@ -125,14 +181,49 @@ func (s *sender) stats() SendStats {
 	return SendStats{Sent: s.sent.Load(), Skipped: s.skipped.Load(), Holes: s.holes.Load()}
 }
 
+// open asks the receiver to open the file with size bytes and returns
+// whether it existed there. Transport errors are retried for openRetryFor;
+// an HTTP error is final.
+func (s *sender) open(ctx context.Context, size int64, direct bool) (bool, error) {
+	q := Interval{0, size}.values()
+	q.Set("directIO", fmt.Sprint(direct))
+	deadline := time.Now().Add(openRetryFor)
+	for try := 0; ; try++ {
+		var raw []byte
+		err := s.call(ctx, http.MethodGet, "open", q, nil, &raw)
+		if err == nil {
+			return DecodeOpenAnswer(raw)
+		}
+		var he *httpError
+		if errors.As(err, &he) || ctx.Err() != nil || time.Now().After(deadline) {
+			return false, fmt.Errorf("ssync open %s: %w", s.base, err)
+		}
+		if try > 0 {
+			if err := sleepCtx(ctx, time.Second); err != nil {
+				return false, err
+			}
+		}
+	}
+}
+
+// sendClose closes the transfer with the source's recorded checksum (empty
+// values when there is none); its result is ignored.
+func (s *sender) sendClose(rec RecordedMetadata) {
+	ctx, cancel := context.WithTimeout(context.Background(), s.opts.Timeout)
+	defer cancel()
+	q := url.Values{"checksum": {rec.Checksum}, "checksumMethod": {rec.Method}}
+	_ = s.call(ctx, http.MethodPost, "close", q, nil, nil)
+}
+
 type job struct {
 	iv   Interval
 	hole bool
 }
 
 // run walks s.f up to size and feeds data batches (and, with holes, the
-// holes between them) to the workers; it returns when all are done.
-func (s *sender) run(ctx context.Context, size int64, holes bool) error {
+// holes between them) to the workers; it returns when all are done. With
+// existed the receiver's checksum of each batch is asked for first.
+func (s *sender) run(ctx context.Context, size int64, holes, existed bool) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan job, s.opts.Workers*2)
@@ -144,14 +235,24 @@ func (s *sender) run(ctx context.Context, size int64, holes bool) error {
 		go func() {
 			defer wg.Done()
 			for j := range jobs {
-				if err := s.do(ctx, j); err != nil {
+				if err := s.do(ctx, j, existed); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 				}
 			}
 		}()
 	}
+	walkErr := s.walk(ctx, jobs, size, holes)
+	close(jobs)
+	wg.Wait()
+	if firstErr != nil {
+		return firstErr
+	}
+	return walkErr
+}
+
+func (s *sender) walk(ctx context.Context, jobs chan<- job, size int64, holes bool) error {
 	pos := int64(0)
-	walkErr := sparse.WalkData(s.f, 0, size, func(e sparse.Extent) error {
+	err := sparse.WalkData(s.f, 0, size, func(e sparse.Extent) error {
 		if holes && e.Offset > pos {
 			if err := feed(ctx, jobs, job{iv: Interval{pos, e.Offset}, hole: true}); err != nil {
 				return err
@@ -165,15 +266,10 @@ func (s *sender) run(ctx context.Context, size int64, holes bool) error {
 		pos = e.End()
 		return nil
 	})
-	if walkErr == nil && holes && pos < size {
-		walkErr = feed(ctx, jobs, job{iv: Interval{pos, size}, hole: true})
+	if err == nil && holes && pos < size {
+		err = feed(ctx, jobs, job{iv: Interval{pos, size}, hole: true})
 	}
-	close(jobs)
-	wg.Wait()
-	if firstErr != nil {
-		return firstErr
-	}
-	return walkErr
+	return err
 }
 
 func feed(ctx context.Context, jobs chan<- job, j job) error {
@@ -185,24 +281,13 @@ func feed(ctx context.Context, jobs chan<- job, j job) error {
 	}
 }
 
-func (s *sender) do(ctx context.Context, j job) error {
+func (s *sender) do(ctx context.Context, j job, existed bool) error {
 	if j.hole {
-		if err := s.call(ctx, http.MethodPost, "sendHole", j.iv, nil, nil); err != nil {
+		if err := s.retry(ctx, func() error { return s.call(ctx, http.MethodPost, "sendHole", j.iv.values(), nil, nil) }); err != nil {
 			return fmt.Errorf("ssync sendHole [%d,%d): %w", j.iv.Begin, j.iv.End, err)
 		}
 		s.holes.Add(j.iv.Len())
 		return nil
-	}
-	if s.opts.FastSync {
-		same, err := s.sameChecksum(ctx, j.iv)
-		if err != nil {
-			return err
-		}
-		if same {
-			s.skipped.Add(j.iv.Len())
-			s.progress(j.iv.Len())
-			return nil
-		}
 	}
 	buf := bufpool.Get(int(j.iv.Len()))
 	defer bufpool.Put(buf)
@@ -212,7 +297,18 @@ func (s *sender) do(ctx context.Context, j job) error {
 		}
 		clear(buf[n:])
 	}
-	if err := s.call(ctx, http.MethodPost, "writeData", j.iv, buf, nil); err != nil {
+	if existed {
+		same, err := s.sameChecksum(ctx, j.iv, buf)
+		if err != nil {
+			return err
+		}
+		if same {
+			s.skipped.Add(j.iv.Len())
+			s.progress(j.iv.Len())
+			return nil
+		}
+	}
+	if err := s.retry(ctx, func() error { return s.call(ctx, http.MethodPost, "writeData", j.iv.values(), buf, nil) }); err != nil {
 		return fmt.Errorf("ssync writeData [%d,%d): %w", j.iv.Begin, j.iv.End, err)
 	}
 	s.sent.Add(j.iv.Len())
@@ -227,28 +323,76 @@ func (s *sender) progress(n int64) {
 	}
 }
 
-func (s *sender) sameChecksum(ctx context.Context, iv Interval) (bool, error) {
-	var remote []byte
-	if err := s.call(ctx, http.MethodGet, "getChecksum", iv, nil, &remote); err != nil {
+// sameChecksum asks the receiver for the checksum of iv while hashing the
+// local bytes, and compares.
+func (s *sender) sameChecksum(ctx context.Context, iv Interval, data []byte) (bool, error) {
+	local := make(chan []byte, 1)
+	go func() { local <- sparse.SumBytes(data) }()
+	var raw []byte
+	err := s.retry(ctx, func() error { return s.call(ctx, http.MethodGet, "getChecksum", iv.values(), nil, &raw) })
+	sum := <-local
+	if err != nil {
 		return false, fmt.Errorf("ssync getChecksum [%d,%d): %w", iv.Begin, iv.End, err)
 	}
-	if len(remote) == 0 {
-		return false, nil
-	}
-	local, err := sparse.Checksum(s.f, iv.Begin, iv.Len())
+	remote, err := DecodeChecksumAnswer(raw)
 	if err != nil {
 		return false, err
 	}
-	return bytes.Equal(local, remote), nil
+	return remote != nil && bytes.Equal(sum, remote), nil
 }
 
-// call performs one ssync request; out, when set, receives the JSON answer.
-func (s *sender) call(ctx context.Context, method, op string, iv Interval, body []byte, out any) error {
+// httpError is a non-200 answer.
+type httpError struct {
+	code int
+	msg  string
+}
+
+func (e *httpError) Error() string { return fmt.Sprintf("HTTP %d: %s", e.code, e.msg) }
+
+// retryable: transport errors, 5xx and 429; not other 3xx/4xx (sparse-tools).
+func retryable(err error) bool {
+	var he *httpError
+	if errors.As(err, &he) {
+		return he.code == http.StatusTooManyRequests || he.code >= 500
+	}
+	return !errors.Is(err, context.Canceled)
+}
+
+// retry runs fn up to retryAttempts times with exponential backoff.
+func (s *sender) retry(ctx context.Context, fn func() error) error {
+	wait := retryFirst
+	for try := 1; ; try++ {
+		err := fn()
+		if err == nil || try >= retryAttempts || !retryable(err) || ctx.Err() != nil {
+			return err
+		}
+		if err := sleepCtx(ctx, wait); err != nil {
+			return err
+		}
+		wait = min(wait*2, retryMax)
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// call performs one ssync request with the query q (keys sorted, as Go's
+// url.Values.Encode writes them); out, when set, receives the raw body of a
+// 200 answer (*[]byte) or its JSON decoding (anything else).
+func (s *sender) call(ctx context.Context, method, op string, q url.Values, body []byte, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	u := s.base + op
-	if op != "close" {
-		u += "?" + iv.query()
+	if len(q) > 0 {
+		u += "?" + q.Encode()
 	}
 	var rd io.Reader
 	if body != nil {
@@ -258,6 +402,7 @@ func (s *sender) call(ctx context.Context, method, op string, iv Interval, body 
 	if err != nil {
 		return err
 	}
+	req.Header.Set("Accept", "application/json")
 	if body != nil {
 		req.ContentLength = int64(len(body))
 		req.Header.Set("Content-Type", "application/octet-stream")
@@ -267,16 +412,20 @@ func (s *sender) call(ctx context.Context, method, op string, iv Interval, body 
 		return err
 	}
 	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return err
+	}
 	if resp.StatusCode != http.StatusOK {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
-		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(msg))
+		return &httpError{code: resp.StatusCode, msg: string(bytes.TrimSpace(b))}
 	}
-	if out != nil {
-		return json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(out)
+	switch o := out.(type) {
+	case nil:
+		return nil
+	case *[]byte:
+		*o = b
+		return nil
+	default:
+		return json.Unmarshal(b, out)
 	}
-	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
-	return nil
 }
-
-// hostPort joins host and port for a URL.
-func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

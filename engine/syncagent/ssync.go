@@ -1,37 +1,32 @@
-// Package sync moves replica files between replica processes for rebuild, and
-// serves a replica's SyncAgentService (rebuild file sync, purge).
+// Package syncagent moves replica files between replica processes for
+// rebuild and serves a replica's SyncAgentService (rebuild file sync, purge,
+// hashing, clone).
 //
-// The file transfer is sparse-tools' ssync HTTP protocol (longhorn/sparse-tools
-// sparse/rest): the receiving replica opens a one-shot HTTP server for one file
-// on a transfer port, and the sender walks its file's data extents and calls
+// The file transfer is sparse-tools' ssync HTTP protocol, as Longhorn's
+// sync agents speak it both ways (longhorn/sparse-tools sparse/rest and
+// sparse/client.go; ../../shared/reference/longhorn-engine-wire.md §5): the
+// receiving replica opens a one-shot HTTP server for one file on a transfer
+// port, and the sender calls
 //
-//	GET  /v1-ssync/open?begin=0&end=SIZE       create/open the file, set its size
-//	POST /v1-ssync/sendHole?begin=B&end=E      punch [B,E) (a hole in the source)
-//	GET  /v1-ssync/getChecksum?begin=B&end=E   JSON SHA-512 of [B,E), null unless fully allocated
-//	POST /v1-ssync/writeData?begin=B&end=E     body = the E-B bytes of [B,E)
-//	POST /v1-ssync/close                       fsync, close, stop the server
+//	GET  /v1-ssync/getRecordedMetadata            the receiver's <file>.checksum (fast rebuild)
+//	GET  /v1-ssync/open?begin=0&directIO=B&end=N  open/create the file, size N; JSON bool: did it exist
+//	POST /v1-ssync/sendHole?begin=B&end=E         punch [B,E) (a hole in the source)
+//	GET  /v1-ssync/getChecksum?begin=B&end=E      JSON base64 SHA-512 of [B,E), or null
+//	POST /v1-ssync/writeData?begin=B&end=E        body = the E-B bytes of [B,E)
+//	POST /v1-ssync/close?checksum=C&checksumMethod=M  sync, close, record C, stop the server
 //
-// Only data extents are sent, in batches of at most 2 MiB by 4 workers; with
-// fast sync a batch is skipped when the receiver's checksum equals the
-// sender's. Offsets are bytes.
+// Offsets are bytes. A failed request answers 500 with the error text, a
+// missing <file>.checksum 404, a wrong method 405.
 package syncagent
 
 import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
-	"net/http"
 	"net/url"
-	"os"
 	"strconv"
-	gosync "sync"
-	"sync/atomic"
 	"time"
-
-	"github.com/longhorn-go/longhorn/engine/bufpool"
-	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
 const (
@@ -46,6 +41,9 @@ const (
 	// DefaultTimeout bounds one HTTP request (Longhorn's
 	// file-sync-http-client-timeout default, 30 s).
 	DefaultTimeout = 30 * time.Second
+	// directIOAlign is the alignment O_DIRECT transfers need (sizes of
+	// files sent with directIO must be multiples of it).
+	directIOAlign = 4096
 )
 
 // ErrBadInterval is a begin/end query that is missing, not a number, or not
@@ -58,8 +56,8 @@ type Interval struct{ Begin, End int64 }
 // Len is End-Begin.
 func (iv Interval) Len() int64 { return iv.End - iv.Begin }
 
-func (iv Interval) query() string {
-	return "begin=" + strconv.FormatInt(iv.Begin, 10) + "&end=" + strconv.FormatInt(iv.End, 10)
+func (iv Interval) values() url.Values {
+	return url.Values{"begin": {strconv.FormatInt(iv.Begin, 10)}, "end": {strconv.FormatInt(iv.End, 10)}}
 }
 
 // ParseInterval reads the begin and end query parameters of an ssync request.
@@ -83,231 +81,59 @@ func ParseInterval(q url.Values, limit int64) (Interval, error) {
 	return Interval{Begin: b, End: e}, nil
 }
 
-// Receiver is the receiving end of one file transfer: an HTTP server on its
-// own listener writing into one file. It stops after close, on Close, or when
-// no request came for the idle timeout.
-type Receiver struct {
-	path string
-	srv  *http.Server
-	ln   net.Listener
-
-	mu      gosync.Mutex
-	f       *os.File
-	size    int64
-	checked map[int64]int64 // ranges whose checksum was asked, counted once
-
-	processed atomic.Int64
-	done      chan struct{}
-	doneOnce  gosync.Once
-	err       error
-	idle      *time.Timer
-}
-
-// maxFileSize bounds the size an open request may set (16 TiB, above any
-// Longhorn volume).
-const maxFileSize = 16 << 40
-
-// NewReceiver starts serving on ln, writing to path (created 0644 if
-// missing). idle stops an abandoned receiver (0 = 2 minutes).
-func NewReceiver(ln net.Listener, path string, idle time.Duration) *Receiver {
-	if idle <= 0 {
-		idle = 2 * time.Minute
-	}
-	r := &Receiver{path: path, ln: ln, done: make(chan struct{}), checked: map[int64]int64{}}
-	mux := http.NewServeMux()
-	mux.HandleFunc("GET "+ssyncPrefix+"open", r.handleOpen)
-	mux.HandleFunc("POST "+ssyncPrefix+"sendHole", r.handleHole)
-	mux.HandleFunc("GET "+ssyncPrefix+"getChecksum", r.handleChecksum)
-	mux.HandleFunc("POST "+ssyncPrefix+"writeData", r.handleWrite)
-	mux.HandleFunc("POST "+ssyncPrefix+"close", r.handleClose)
-	r.srv = &http.Server{Handler: r.touch(mux), ReadHeaderTimeout: 30 * time.Second}
-	r.idle = time.AfterFunc(idle, func() { r.finish(fmt.Errorf("ssync receiver for %s: idle for %v", path, idle)) })
-	go func() {
-		if err := r.srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			r.finish(err)
-		}
-	}()
-	return r
-}
-
-func (r *Receiver) touch(h http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		r.idle.Reset(2 * time.Minute)
-		h.ServeHTTP(w, req)
-	})
-}
-
-// Port is the TCP port the receiver listens on.
-func (r *Receiver) Port() int { return r.ln.Addr().(*net.TCPAddr).Port }
-
-// Done is closed when the receiver stopped; Err says whether it completed.
-func (r *Receiver) Done() <-chan struct{} { return r.done }
-
-// Err is nil after a completed transfer (close received), otherwise why the
-// receiver stopped.
-func (r *Receiver) Err() error {
-	<-r.done
-	return r.err
-}
-
-// Processed is the number of data bytes written or found equal so far.
-func (r *Receiver) Processed() int64 { return r.processed.Load() }
-
-// Close stops the receiver without completing the transfer.
-func (r *Receiver) Close() { r.finish(errors.New("ssync receiver closed")) }
-
-func (r *Receiver) finish(err error) {
-	r.doneOnce.Do(func() {
-		r.idle.Stop()
-		r.mu.Lock()
-		if r.f != nil {
-			if cerr := r.f.Close(); err == nil && cerr != nil {
-				err = cerr
-			}
-			r.f = nil
-		}
-		r.mu.Unlock()
-		r.err = err
-		close(r.done)
-		go r.srv.Close()
-	})
-}
-
-func httpErr(w http.ResponseWriter, code int, err error) {
-	http.Error(w, err.Error(), code)
-}
-
-func (r *Receiver) handleOpen(w http.ResponseWriter, req *http.Request) {
-	iv, err := ParseInterval(req.URL.Query(), maxFileSize)
+// ParseOpen reads the query of open: begin and end (end is the file size,
+// at most limit) and directIO (Go's strconv.ParseBool forms, required: a
+// Longhorn receiver refuses an open without it). With directIO the size
+// must be a multiple of 4096.
+func ParseOpen(q url.Values, limit int64) (Interval, bool, error) {
+	iv, err := ParseInterval(q, limit)
 	if err != nil {
-		httpErr(w, http.StatusBadRequest, err)
-		return
+		return Interval{}, false, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.f == nil {
-		f, err := os.OpenFile(r.path, os.O_RDWR|os.O_CREATE, 0o644)
-		if err != nil {
-			httpErr(w, http.StatusInternalServerError, err)
-			return
-		}
-		r.f = f
+	ds, ok := q["directIO"]
+	if !ok || len(ds) == 0 {
+		return Interval{}, false, fmt.Errorf("ssync: directIO does not exist in the queries %v", q)
 	}
-	if err := r.f.Truncate(iv.End); err != nil {
-		httpErr(w, http.StatusInternalServerError, err)
-		return
-	}
-	r.size = iv.End
-}
-
-// file returns the open file and the interval of the request, or writes the
-// error response and returns nil.
-func (r *Receiver) file(w http.ResponseWriter, req *http.Request) (*os.File, Interval) {
-	r.mu.Lock()
-	f, size := r.f, r.size
-	r.mu.Unlock()
-	if f == nil {
-		httpErr(w, http.StatusConflict, errors.New("ssync: file not open"))
-		return nil, Interval{}
-	}
-	iv, err := ParseInterval(req.URL.Query(), size)
+	direct, err := strconv.ParseBool(ds[0])
 	if err != nil {
-		httpErr(w, http.StatusBadRequest, err)
-		return nil, Interval{}
+		return Interval{}, false, fmt.Errorf("ssync: directIO %q: %v", ds[0], err)
 	}
-	return f, iv
+	if direct && iv.End%directIOAlign != 0 {
+		return Interval{}, false, fmt.Errorf("ssync: file size %d is not a multiple of %d, as directIO needs", iv.End, directIOAlign)
+	}
+	return iv, direct, nil
 }
 
-func (r *Receiver) handleHole(w http.ResponseWriter, req *http.Request) {
-	f, iv := r.file(w, req)
-	if f == nil {
-		return
+// DecodeOpenAnswer reads the body of a 200 answer to open: the bare JSON
+// boolean saying whether the receiver's file existed.
+func DecodeOpenAnswer(b []byte) (bool, error) {
+	var existed bool
+	if err := json.Unmarshal(b, &existed); err != nil {
+		return false, fmt.Errorf("ssync: open answer %q is not a JSON boolean: %w", truncate(b, 64), err)
 	}
-	if err := sparse.PunchHole(f, iv.Begin, iv.Len()); err != nil {
-		httpErr(w, http.StatusInternalServerError, err)
-	}
+	return existed, nil
 }
 
-func (r *Receiver) handleChecksum(w http.ResponseWriter, req *http.Request) {
-	f, iv := r.file(w, req)
-	if f == nil {
-		return
-	}
+// DecodeChecksumAnswer reads the body of a 200 answer to getChecksum: JSON
+// null (no checksum) or a base64 string; a checksum must be 64 bytes
+// (SHA-512).
+func DecodeChecksumAnswer(b []byte) ([]byte, error) {
 	var sum []byte
-	if iv.Len() > 0 && iv.Len() <= MaxWriteData {
-		allocated, err := sparse.DataBytes(f, iv.Begin, iv.End)
-		if err != nil {
-			httpErr(w, http.StatusInternalServerError, err)
-			return
-		}
-		if allocated == iv.Len() {
-			if sum, err = sparse.Checksum(f, iv.Begin, iv.Len()); err != nil {
-				httpErr(w, http.StatusInternalServerError, err)
-				return
-			}
-			r.mu.Lock()
-			if _, seen := r.checked[iv.Begin]; !seen {
-				r.checked[iv.Begin] = iv.Len()
-				r.processed.Add(iv.Len())
-			}
-			r.mu.Unlock()
-		}
+	if err := json.Unmarshal(b, &sum); err != nil {
+		return nil, fmt.Errorf("ssync: checksum answer %q: %w", truncate(b, 64), err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(sum)
+	if sum != nil && len(sum) != 64 {
+		return nil, fmt.Errorf("ssync: checksum answer of %d bytes, want 64 (SHA-512)", len(sum))
+	}
+	return sum, nil
 }
 
-func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
-	f, iv := r.file(w, req)
-	if f == nil {
-		return
+func truncate(b []byte, n int) []byte {
+	if len(b) > n {
+		return b[:n]
 	}
-	if iv.Len() > MaxWriteData {
-		httpErr(w, http.StatusRequestEntityTooLarge, fmt.Errorf("ssync: writeData of %d bytes > %d", iv.Len(), MaxWriteData))
-		return
-	}
-	buf := bufpool.Get(int(iv.Len()))
-	defer bufpool.Put(buf)
-	if _, err := io.ReadFull(req.Body, buf); err != nil {
-		httpErr(w, http.StatusBadRequest, fmt.Errorf("ssync: body shorter than %d bytes: %w", iv.Len(), err))
-		return
-	}
-	if _, err := f.WriteAt(buf, iv.Begin); err != nil {
-		httpErr(w, http.StatusInternalServerError, err)
-		return
-	}
-	r.mu.Lock()
-	_, seen := r.checked[iv.Begin]
-	r.mu.Unlock()
-	if !seen {
-		r.processed.Add(iv.Len())
-	}
+	return b
 }
 
-func (r *Receiver) handleClose(w http.ResponseWriter, req *http.Request) {
-	r.mu.Lock()
-	f := r.f
-	r.mu.Unlock()
-	var err error
-	if f != nil {
-		err = f.Sync()
-	}
-	if err != nil {
-		httpErr(w, http.StatusInternalServerError, err)
-	} else {
-		w.WriteHeader(http.StatusOK)
-	}
-	if fl, ok := w.(http.Flusher); ok {
-		fl.Flush()
-	}
-	r.finish(err)
-}
-
-func removeIfExists(p string) error {
-	if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return err
-	}
-	return nil
-}
-
-func rename(from, to string) error { return os.Rename(from, to) }
+// hostPort joins host and port for a URL.
+func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }

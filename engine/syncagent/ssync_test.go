@@ -139,19 +139,31 @@ func TestReceiverRejectsBadRequests(t *testing.T) {
 	base := "http://" + hostPort("127.0.0.1", r.Port()) + ssyncPrefix
 	s := &sender{base: base, opts: SendOptions{Timeout: 5 * time.Second}, client: &httpClientForTest}
 	ctx := context.Background()
-	if err := s.call(ctx, "POST", "writeData", Interval{0, 4096}, make([]byte, 4096), nil); err == nil {
+	iv := func(b, e int64) url.Values { return Interval{b, e}.values() }
+	if err := s.call(ctx, "POST", "writeData", iv(0, 4096), make([]byte, 4096), nil); err == nil {
 		t.Fatal("writeData before open accepted")
 	}
-	if err := s.call(ctx, "GET", "open", Interval{0, 8192}, nil, nil); err != nil {
-		t.Fatal(err)
+	if err := s.call(ctx, "GET", "open", iv(0, 8192), nil, nil); err == nil {
+		t.Fatal("open without directIO accepted")
 	}
-	if err := s.call(ctx, "POST", "writeData", Interval{4096, 12288}, make([]byte, 8192), nil); err == nil {
+	q := iv(0, 8000)
+	q.Set("directIO", "true")
+	if err := s.call(ctx, "GET", "open", q, nil, nil); err == nil {
+		t.Fatal("directIO open of an unaligned size accepted")
+	}
+	q = iv(0, 8192)
+	q.Set("directIO", "false")
+	var existed bool
+	if err := s.call(ctx, "GET", "open", q, nil, &existed); err != nil || existed {
+		t.Fatalf("open: existed %v, %v", existed, err)
+	}
+	if err := s.call(ctx, "POST", "writeData", iv(4096, 12288), make([]byte, 8192), nil); err == nil {
 		t.Fatal("writeData past the end accepted")
 	}
-	if err := s.call(ctx, "POST", "writeData", Interval{0, 4096}, make([]byte, 100), nil); err == nil {
+	if err := s.call(ctx, "POST", "writeData", iv(0, 4096), make([]byte, 100), nil); err == nil {
 		t.Fatal("short body accepted")
 	}
-	if err := s.call(ctx, "POST", "sendHole", Interval{4096, 0}, nil, nil); err == nil {
+	if err := s.call(ctx, "POST", "sendHole", iv(4096, 0), nil, nil); err == nil {
 		t.Fatal("inverted interval accepted")
 	}
 }

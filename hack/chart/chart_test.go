@@ -50,12 +50,20 @@ func TestDefaultSettingsKeysMapToSettingDefinitions(t *testing.T) {
 		}
 		byKey[k.Key], byName[k.Name] = k.Name, k.Key
 	}
-	// Longhorn's chart bug: rebuildConcurrentSyncLimit -> rebuild-concurrent-sync-limit.
+	// Longhorn's spellings (its chart renders rebuildConcurrentSyncLimit as
+	// the unknown rebuild-concurrent-sync-limit; here it sets the setting it
+	// means).
 	if _, ok := byName["rebuild-concurrent-sync-limit"]; ok {
 		t.Error("chart renders rebuild-concurrent-sync-limit, which is not a setting")
 	}
-	if k := byName[types.SettingNameReplicaRebuildConcurrentSyncLimit]; k != "replicaRebuildConcurrentSyncLimit" {
-		t.Errorf("replica-rebuild-concurrent-sync-limit has key %q, want replicaRebuildConcurrentSyncLimit", k)
+	for name, key := range map[types.SettingName]string{
+		types.SettingNameReplicaRebuildConcurrentSyncLimit: "rebuildConcurrentSyncLimit",
+		types.SettingNameDataEngineCPUIsolationEnabled:     "dataEngineCPUIsolationEnabled",
+		types.SettingNameDataEngineNumberOfCPUCores:        "dataEngineNumberOfCPUCores",
+	} {
+		if byName[name] != key {
+			t.Errorf("%s has key %q, want Longhorn's %s", name, byName[name], key)
+		}
 	}
 	// values.yaml holds exactly the generated keys.
 	inValues := valuesDefaultSettings(t)
@@ -186,6 +194,7 @@ func TestDefaultSettingValueForms(t *testing.T) {
 		"upgradeChecker":                    nil, // left out
 	}})
 	want := map[string]string{
+		"priority-class":                       "longhorn-critical", // the chart's default
 		"default-replica-count":                `{"v1":"2","v2":"3"}`,
 		"storage-over-provisioning-percentage": "1000000",
 		"guaranteed-instance-manager-cpu":      "12.5",
@@ -201,16 +210,15 @@ func TestDefaultSettingValueForms(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	if got := renderedSettings(t, nil); len(got) != 0 {
-		t.Errorf("default values render settings %v, want none", got)
+	if got := renderedSettings(t, nil); !reflect.DeepEqual(got, map[string]string{"priority-class": "longhorn-critical"}) {
+		t.Errorf("default values render settings %v, want only priority-class longhorn-critical (Longhorn's default)", got)
 	}
 }
 
 func TestInvalidSettingValueIsVisibleToValidation(t *testing.T) {
-	// The chart passes values through; the manager validates them. Make sure
-	// an out-of-range value reaches the ConfigMap unchanged, so the
-	// manager's rejection names it.
-	got := renderedSettings(t, map[string]any{"defaultSettings": map[string]any{"defaultReplicaCount": 21}})
+	// A value the schema cannot check (a number as a string) reaches the
+	// ConfigMap unchanged, so the manager's rejection names it.
+	got := renderedSettings(t, map[string]any{"defaultSettings": map[string]any{"defaultReplicaCount": "21"}})
 	err := types.ValidateSetting("default-replica-count", got["default-replica-count"])
 	if err == nil || !strings.Contains(err.Error(), "at most 20") {
 		t.Errorf("ValidateSetting(default-replica-count=%q) = %v, want 'at most 20'", got["default-replica-count"], err)

@@ -29,6 +29,9 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	if !bytes.Equal(SettingsTemplate(), readFile(t, filepath.Join(chartDir, "templates", "_settings.tpl"))) {
 		stale("chart/templates/_settings.tpl")
 	}
+	if !bytes.Equal(Schema(), readFile(t, filepath.Join(chartDir, "values.schema.json"))) {
+		stale("chart/values.schema.json")
+	}
 	values := string(readFile(t, filepath.Join(chartDir, "values.yaml")))
 	if nv, err := ReplaceValuesBlock(values); err != nil || nv != values {
 		stale("chart/values.yaml (defaultSettings block)")

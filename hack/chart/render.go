@@ -130,8 +130,8 @@ func stripLeadingComments(s string) string {
 
 // kindOrder is the order kinds are applied in: what others refer to first.
 var kindOrder = []string{
-	"Namespace", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
-	"Role", "RoleBinding", "ConfigMap", "Service", "DaemonSet", "Deployment",
+	"Namespace", "PriorityClass", "CustomResourceDefinition", "ServiceAccount", "ClusterRole", "ClusterRoleBinding",
+	"Role", "RoleBinding", "Secret", "ConfigMap", "Service", "DaemonSet", "Deployment",
 	"ValidatingWebhookConfiguration", "MutatingWebhookConfiguration",
 }
 

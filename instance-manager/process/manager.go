@@ -53,6 +53,11 @@ type Config struct {
 	WatchBuffer int
 	// Logger; default logrus.StandardLogger().
 	Logger logrus.FieldLogger
+	// OnExit, when set, runs after a process's OS process ended and before
+	// the exit is recorded and published, so that what it cleans up (the
+	// blockdev frontend's device of a dead engine) is gone before anyone
+	// sees the process stopped. It must not call the Manager.
+	OnExit func(Info)
 }
 
 func (c *Config) setDefaults() error {
@@ -163,10 +168,12 @@ func (m *Manager) PortsInUse() int {
 }
 
 // Create starts a process. It returns at once, in state starting. A create
-// repeating an existing process's spec and meta returns that process;
-// otherwise an existing name is ErrAlreadyExists. Errors: ErrInvalidArgument
-// (spec, or a binary that cannot be run), ErrAlreadyExists, ErrPortsExhausted,
-// ErrShuttingDown. On error nothing changed.
+// repeating a live process's spec and meta returns that process; a record
+// whose process has exited (stopped or error) is replaced by the new start,
+// whatever its spec; a live process or one being deleted with that name is
+// ErrAlreadyExists. Errors: ErrInvalidArgument (spec, or a binary that cannot
+// be run), ErrAlreadyExists, ErrPortsExhausted, ErrShuttingDown. On error
+// nothing changed, except that an exited record may be gone.
 func (m *Manager) Create(spec Spec, meta Meta) (Info, error) {
 	if err := ValidateSpec(spec, m.cfg.MaxPortCount); err != nil {
 		return Info{}, err
@@ -178,10 +185,20 @@ func (m *Manager) Create(spec Spec, meta Meta) (Info, error) {
 		return Info{}, ErrShuttingDown
 	}
 	if p, ok := m.procs[spec.Name]; ok {
-		if sameRequest(p.spec, p.meta, spec, meta) && !p.deleting {
+		switch {
+		case p.deleting:
+			return Info{}, fmt.Errorf("%w: process %q is being deleted", ErrAlreadyExists, spec.Name)
+		case exitedLocked(p):
+			// A dead record (the process exited: state stopped or error)
+			// must not block a new start: it is replaced.
+			fmt.Fprintf(p.log, "=== %s instance manager: replacing the exited record (state %s) with a new start\n", time.Now().UTC().Format(time.RFC3339), p.state)
+			p.deleting = true
+			m.removeLocked(p)
+		case sameRequest(p.spec, p.meta, spec, meta):
 			return p.infoLocked(), nil
+		default:
+			return Info{}, fmt.Errorf("%w: process %q runs with a different spec", ErrAlreadyExists, spec.Name)
 		}
-		return Info{}, fmt.Errorf("%w: process %q exists with a different spec or is being deleted", ErrAlreadyExists, spec.Name)
 	}
 	p, err := m.startLocked(spec, meta)
 	if err != nil {
@@ -230,6 +247,9 @@ func (m *Manager) startLocked(spec Spec, meta Meta) (*proc, error) {
 // wait reaps the OS process and applies EventExit.
 func (m *Manager) wait(p *proc) {
 	err := p.run.Wait()
+	if m.cfg.OnExit != nil {
+		m.cfg.OnExit(Info{Spec: cloneSpec(p.spec), Meta: p.meta})
+	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	close(p.exited)
@@ -249,6 +269,16 @@ func (m *Manager) wait(p *proc) {
 		return
 	}
 	m.publishLocked(p.infoLocked())
+}
+
+// exitedLocked reports whether p's OS process has exited.
+func exitedLocked(p *proc) bool {
+	select {
+	case <-p.exited:
+		return true
+	default:
+		return false
+	}
 }
 
 // removeLocked forgets an exited process and frees its ports.

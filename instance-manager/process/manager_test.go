@@ -62,6 +62,38 @@ func TestCreateIsIdempotentByName(t *testing.T) {
 	}
 }
 
+// A record whose process exited (here: a process record made through the
+// process service, in state error) must not block a new start with its
+// name: the create replaces it, with new ports and a new uuid. A live
+// process with another spec still refuses.
+func TestCreateReplacesAnExitedRecord(t *testing.T) {
+	m, fe, fh := newFakeManager(t, nil)
+	fh.setAll(true)
+	sub := m.Subscribe()
+	old, err := m.Create(spec("vol-e-0", 1), Meta{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fe.run(0).exitWith(errors.New("exit status 1"))
+	waitEvent(t, sub, "error", named("vol-e-0", StateError, false))
+	other := spec("vol-e-0", 1)
+	other.Args = []string{"engine", "controller", "vol"}
+	info, err := m.Create(other, Meta{Type: "engine", VolumeName: "vol"})
+	if err != nil {
+		t.Fatalf("create over an exited record: %v", err)
+	}
+	if info.Status.UUID == old.Status.UUID || info.Status.State != StateStarting || info.Meta.Type != "engine" {
+		t.Fatalf("replacement %+v, old uuid %s", info, old.Status.UUID)
+	}
+	waitEvent(t, sub, "running", named("vol-e-0", StateRunning, false))
+	if len(fe.runs) != 2 || m.PortsInUse() != 1 || len(m.List()) != 1 {
+		t.Fatalf("%d starts, %d ports, %d records; want 2, 1, 1", len(fe.runs), m.PortsInUse(), len(m.List()))
+	}
+	if _, err := m.Create(spec("vol-e-0", 1), Meta{}); !errors.Is(err, ErrAlreadyExists) {
+		t.Fatalf("create over a live process with another spec: %v, want ErrAlreadyExists", err)
+	}
+}
+
 func TestInvalidRequestsChangeNothing(t *testing.T) {
 	m, fe, _ := newFakeManager(t, func(c *Config) { c.PortRange = PortRange{20000, 20019} })
 	if _, err := m.Create(spec("keep", 10), Meta{}); err != nil {

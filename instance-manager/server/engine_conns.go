@@ -34,8 +34,20 @@ func newEngineConns(idle time.Duration) *engineConns {
 	return ec
 }
 
-// client returns a ControllerService client for the engine at address.
-func (ec *engineConns) client(address string) (enginerpc.ControllerServiceClient, error) {
+// engineClient is an engine's two services on one connection: Longhorn's
+// ControllerService and this implementation's ControllerExtService.
+type engineClient interface {
+	enginerpc.ControllerServiceClient
+	enginerpc.ControllerExtServiceClient
+}
+
+type engineClients struct {
+	enginerpc.ControllerServiceClient
+	enginerpc.ControllerExtServiceClient
+}
+
+// client returns the clients for the engine at address.
+func (ec *engineConns) client(address string) (engineClient, error) {
 	ec.mu.Lock()
 	defer ec.mu.Unlock()
 	if ec.closed {
@@ -51,7 +63,7 @@ func (ec *engineConns) client(address string) (enginerpc.ControllerServiceClient
 		ec.conns[address] = c
 	}
 	c.lastUsed = time.Now()
-	return enginerpc.NewControllerServiceClient(c.cc), nil
+	return engineClients{enginerpc.NewControllerServiceClient(c.cc), enginerpc.NewControllerExtServiceClient(c.cc)}, nil
 }
 
 func (ec *engineConns) janitor() {

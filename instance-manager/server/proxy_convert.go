@@ -19,11 +19,12 @@ func volumeFromEngine(v *enginerpc.Volume) *imrpc.EngineVolume {
 	}
 }
 
-func versionFromEngine(v *enginerpc.VersionDetailGetReply) *imrpc.EngineVersionDetails {
+func versionFromEngine(r *enginerpc.VersionDetailGetReply) *imrpc.EngineVersionDetails {
+	v := r.GetVersion()
 	return &imrpc.EngineVersionDetails{
 		Version: v.GetVersion(), GitCommit: v.GetGitCommit(), BuildDate: v.GetBuildDate(),
-		CliApiVersion: v.GetCliApiVersion(), CliApiMinVersion: v.GetCliApiMinVersion(),
-		ControllerApiVersion: v.GetControllerApiVersion(), ControllerApiMinVersion: v.GetControllerApiMinVersion(),
+		CliApiVersion: v.GetCliAPIVersion(), CliApiMinVersion: v.GetCliAPIMinVersion(),
+		ControllerApiVersion: v.GetControllerAPIVersion(), ControllerApiMinVersion: v.GetControllerAPIMinVersion(),
 		DataFormatVersion: v.GetDataFormatVersion(), DataFormatMinVersion: v.GetDataFormatMinVersion(),
 	}
 }

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"google.golang.org/protobuf/types/known/emptypb"
 	"net"
 	"strconv"
 	"sync"
@@ -34,7 +35,7 @@ func (f *fakeEngine) record(ctx context.Context, call string, req any) {
 	f.last = req
 }
 
-func (f *fakeEngine) VolumeGet(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.Volume, error) {
+func (f *fakeEngine) VolumeGet(ctx context.Context, _ *emptypb.Empty) (*enginerpc.Volume, error) {
 	f.record(ctx, "VolumeGet", nil)
 	return &enginerpc.Volume{Name: "vol1", Size: 1 << 30, ReplicaCount: 2, Frontend: "nbd", FrontendState: "up", State: "running"}, nil
 }
@@ -49,7 +50,7 @@ func (f *fakeEngine) VolumeExpand(ctx context.Context, r *enginerpc.VolumeExpand
 	return nil, status.Error(codes.FailedPrecondition, "cannot shrink")
 }
 
-func (f *fakeEngine) SnapshotList(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.SnapshotListReply, error) {
+func (f *fakeEngine) SnapshotList(ctx context.Context, _ *emptypb.Empty) (*enginerpc.SnapshotListReply, error) {
 	f.record(ctx, "SnapshotList", nil)
 	return &enginerpc.SnapshotListReply{Snapshots: map[string]*enginerpc.Snapshot{
 		"s1":          {Name: "s1", Children: map[string]bool{"volume-head": true}, Usercreated: true, Size: 4096},
@@ -57,7 +58,7 @@ func (f *fakeEngine) SnapshotList(ctx context.Context, _ *enginerpc.Empty) (*eng
 	}}, nil
 }
 
-func (f *fakeEngine) ReplicaList(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.ReplicaListReply, error) {
+func (f *fakeEngine) ReplicaList(ctx context.Context, _ *emptypb.Empty) (*enginerpc.ReplicaListReply, error) {
 	f.record(ctx, "ReplicaList", nil)
 	return &enginerpc.ReplicaListReply{Replicas: []*enginerpc.ControllerReplica{
 		{Address: &enginerpc.ReplicaAddress{Address: "tcp://127.0.0.1:1", InstanceName: "r1"}, Mode: enginerpc.ReplicaMode_RW},
@@ -65,21 +66,21 @@ func (f *fakeEngine) ReplicaList(ctx context.Context, _ *enginerpc.Empty) (*engi
 	}}, nil
 }
 
-func (f *fakeEngine) ReplicaAdd(ctx context.Context, r *enginerpc.ReplicaAddRequest) (*enginerpc.Empty, error) {
+func (f *fakeEngine) ReplicaAdd(ctx context.Context, r *enginerpc.ReplicaAddRequest) (*emptypb.Empty, error) {
 	f.record(ctx, "ReplicaAdd", r)
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
-func (f *fakeEngine) ReplicaRebuildingStatus(ctx context.Context, _ *enginerpc.Empty) (*enginerpc.ReplicaRebuildingStatusReply, error) {
+func (f *fakeEngine) ReplicaRebuildingStatus(ctx context.Context, _ *emptypb.Empty) (*enginerpc.ReplicaRebuildingStatusReply, error) {
 	f.record(ctx, "ReplicaRebuildingStatus", nil)
 	return &enginerpc.ReplicaRebuildingStatusReply{Status: map[string]*enginerpc.ReplicaRebuildStatus{
 		"tcp://127.0.0.1:2": {IsRebuilding: true, Progress: 42, State: "in_progress", FromReplicaAddress: "tcp://127.0.0.1:1"},
 	}}, nil
 }
 
-func (f *fakeEngine) ReplicaDelete(ctx context.Context, r *enginerpc.ReplicaAddress) (*enginerpc.Empty, error) {
+func (f *fakeEngine) ReplicaDelete(ctx context.Context, r *enginerpc.ReplicaAddress) (*emptypb.Empty, error) {
 	f.record(ctx, "ReplicaDelete", r)
-	return &enginerpc.Empty{}, nil
+	return &emptypb.Empty{}, nil
 }
 
 func startFakeEngine(t *testing.T) (*fakeEngine, string) {
@@ -91,6 +92,7 @@ func startFakeEngine(t *testing.T) (*fakeEngine, string) {
 	fe := &fakeEngine{}
 	s := grpc.NewServer()
 	enginerpc.RegisterControllerServiceServer(s, fe)
+	enginerpc.RegisterControllerExtServiceServer(s, fakeExt{fakeEngine: fe})
 	go s.Serve(l)
 	t.Cleanup(s.Stop)
 	return fe, l.Addr().String()
@@ -191,3 +193,86 @@ func TestProxyRefusals(t *testing.T) {
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestProxyMethodMap calls every forwarding method against an engine that
+// implements nothing: each must reach the engine method it stands for (the
+// engine names it in its Unimplemented answer) and keep the engine's code.
+func TestProxyMethodMap(t *testing.T) {
+	im := startIM(t, 1)
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	enginerpc.RegisterControllerServiceServer(s, enginerpc.UnimplementedControllerServiceServer{})
+	enginerpc.RegisterControllerExtServiceServer(s, enginerpc.UnimplementedControllerExtServiceServer{})
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	ctx := ctxT(t)
+	per := &imrpc.ProxyEngineRequest{Address: l.Addr().String()}
+	p := im.proxy
+	calls := map[string]func() error{
+		"VersionDetailGet": func() error { _, err := p.ServerVersionGet(ctx, per); return err },
+		"VolumeGet":        func() error { _, err := p.VolumeGet(ctx, per); return err },
+		"VolumeExpand": func() error {
+			_, err := p.VolumeExpand(ctx, &imrpc.EngineVolumeExpandRequest{ProxyEngineRequest: per, Size: 1})
+			return err
+		},
+		"VolumeFrontendStart": func() error {
+			_, err := p.VolumeFrontendStart(ctx, &imrpc.EngineVolumeFrontendStartRequest{ProxyEngineRequest: per})
+			return err
+		},
+		"VolumeFrontendShutdown": func() error { _, err := p.VolumeFrontendShutdown(ctx, per); return err },
+		"VolumeSnapshot": func() error {
+			_, err := p.VolumeSnapshot(ctx, &imrpc.EngineVolumeSnapshotRequest{ProxyEngineRequest: per})
+			return err
+		},
+		"SnapshotList": func() error { _, err := p.SnapshotList(ctx, per); return err },
+		"VolumeRevert": func() error {
+			_, err := p.SnapshotRevert(ctx, &imrpc.EngineSnapshotRevertRequest{ProxyEngineRequest: per, Name: "s"})
+			return err
+		},
+		"SnapshotPurge": func() error {
+			_, err := p.SnapshotPurge(ctx, &imrpc.EngineSnapshotPurgeRequest{ProxyEngineRequest: per})
+			return err
+		},
+		"SnapshotPurgeStatus": func() error { _, err := p.SnapshotPurgeStatus(ctx, per); return err },
+		"SnapshotClone": func() error {
+			_, err := p.SnapshotClone(ctx, &imrpc.EngineSnapshotCloneRequest{ProxyEngineRequest: per, SnapshotName: "s", FromEngineAddress: "a:1"})
+			return err
+		},
+		"SnapshotCloneStatus": func() error { _, err := p.SnapshotCloneStatus(ctx, per); return err },
+		"SnapshotRemove": func() error {
+			_, err := p.SnapshotRemove(ctx, &imrpc.EngineSnapshotRemoveRequest{ProxyEngineRequest: per, Names: []string{"s"}})
+			return err
+		},
+		"ReplicaAdd": func() error {
+			_, err := p.ReplicaAdd(ctx, &imrpc.EngineReplicaAddRequest{ProxyEngineRequest: per, ReplicaAddress: "tcp://a:1"})
+			return err
+		},
+		"ReplicaList":             func() error { _, err := p.ReplicaList(ctx, per); return err },
+		"ReplicaRebuildingStatus": func() error { _, err := p.ReplicaRebuildingStatus(ctx, per); return err },
+		"ReplicaVerifyRebuild": func() error {
+			_, err := p.ReplicaVerifyRebuild(ctx, &imrpc.EngineReplicaVerifyRebuildRequest{ProxyEngineRequest: per, ReplicaAddress: "tcp://a:1"})
+			return err
+		},
+		"ReplicaDelete": func() error {
+			_, err := p.ReplicaRemove(ctx, &imrpc.EngineReplicaRemoveRequest{ProxyEngineRequest: per, ReplicaAddress: "tcp://a:1"})
+			return err
+		},
+	}
+	for method, call := range calls {
+		wantCode(t, method, call(), codes.Unimplemented, "method "+method+" not implemented")
+	}
+}
+
+// fakeExt serves the fake's ControllerExtService methods; the embedded
+// Unimplemented server sits one level deeper, so the fake's methods win.
+type fakeExt struct {
+	extBase
+	*fakeEngine
+}
+
+type extBase struct {
+	enginerpc.UnimplementedControllerExtServiceServer
+}

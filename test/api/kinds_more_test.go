@@ -39,7 +39,6 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			specSet:   func(o *lh.Snapshot) bool { return o.Spec.Labels["k"] == "v" },
 			setStatus: func(o *lh.Snapshot) { o.Status.ReadyToUse, o.Status.Size = true, 4096 },
 			statusSet: func(o *lh.Snapshot) bool { return o.Status.ReadyToUse && o.Status.Size == 4096 },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.Snapshot, error) { return ds.GetSnapshotRO(ctx, n) },
 		})
 	})
 	t.Run("Backup", func(t *testing.T) {
@@ -49,7 +48,6 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			specSet:   func(o *lh.Backup) bool { return o.Spec.BackupBlockSize == lh.BackupBlockSize16Mi },
 			setStatus: func(o *lh.Backup) { o.Status.State, o.Status.Progress = lh.BackupStateInProgress, 40 },
 			statusSet: func(o *lh.Backup) bool { return o.Status.State == lh.BackupStateInProgress && o.Status.Progress == 40 },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.Backup, error) { return ds.GetBackupRO(ctx, n) },
 		})
 	})
 	t.Run("BackupTarget", func(t *testing.T) {
@@ -71,9 +69,6 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			specSet:   func(o *lh.BackupVolume) bool { return o.Spec.SyncRequestedAt.Unix() == 1700000000 },
 			setStatus: func(o *lh.BackupVolume) { o.Status.LastBackupName = "backup-0123abcd" },
 			statusSet: func(o *lh.BackupVolume) bool { return o.Status.LastBackupName == "backup-0123abcd" },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackupVolume, error) {
-				return ds.GetBackupVolumeRO(ctx, n)
-			},
 		})
 	})
 	t.Run("BackupBackingImage", func(t *testing.T) {
@@ -83,9 +78,6 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			specSet:   func(o *lh.BackupBackingImage) bool { return o.Spec.Labels["k"] == "v" },
 			setStatus: func(o *lh.BackupBackingImage) { o.Status.State = lh.BackupStateCompleted },
 			statusSet: func(o *lh.BackupBackingImage) bool { return o.Status.State == lh.BackupStateCompleted },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackupBackingImage, error) {
-				return ds.GetBackupBackingImageRO(ctx, n)
-			},
 		})
 	})
 	t.Run("RecurringJob", func(t *testing.T) {
@@ -98,9 +90,6 @@ func moreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) {
 			},
 			setStatus: func(o *lh.RecurringJob) { o.Status.ExecutionCount = 3 },
 			statusSet: func(o *lh.RecurringJob) bool { return o.Status.ExecutionCount == 3 },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.RecurringJob, error) {
-				return ds.GetRecurringJobRO(ctx, n)
-			},
 		})
 	})
 	t.Run("VolumeAttachment", func(t *testing.T) {

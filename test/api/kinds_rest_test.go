@@ -1,7 +1,6 @@
 package api_test
 
 import (
-	"context"
 	"testing"
 
 	lh "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -18,7 +17,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 			specSet:   func(o *lh.Orphan) bool { return o.Spec.Parameters[lh.OrphanDiskName] == "default-disk-1" },
 			setStatus: func(o *lh.Orphan) { o.Status.OwnerID = owner },
 			statusSet: func(o *lh.Orphan) bool { return o.Status.OwnerID == owner },
-			cached:    func(ctx context.Context, ds dsRef, n string) (*lh.Orphan, error) { return ds.GetOrphanRO(ctx, n) },
 		})
 	})
 	t.Run("ShareManager", func(t *testing.T) {
@@ -30,9 +28,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 				o.Status.State, o.Status.Endpoint = lh.ShareManagerStateRunning, "nfs://10.0.0.3/crud-vol"
 			},
 			statusSet: func(o *lh.ShareManager) bool { return o.Status.State == lh.ShareManagerStateRunning },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.ShareManager, error) {
-				return ds.GetShareManagerRO(ctx, n)
-			},
 		})
 	})
 	t.Run("SystemBackup", func(t *testing.T) {
@@ -44,9 +39,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 			},
 			setStatus: func(o *lh.SystemBackup) { o.Status.State, o.Status.Version = lh.SystemBackupStateGenerating, "v1.12.0" },
 			statusSet: func(o *lh.SystemBackup) bool { return o.Status.State == lh.SystemBackupStateGenerating },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.SystemBackup, error) {
-				return ds.GetSystemBackupRO(ctx, n)
-			},
 		})
 	})
 	t.Run("SystemRestore", func(t *testing.T) {
@@ -56,9 +48,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 			specSet:   func(o *lh.SystemRestore) bool { return o.Labels["touched"] == "yes" },
 			setStatus: func(o *lh.SystemRestore) { o.Status.State = lh.SystemRestoreStateDownloading },
 			statusSet: func(o *lh.SystemRestore) bool { return o.Status.State == lh.SystemRestoreStateDownloading },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.SystemRestore, error) {
-				return ds.GetSystemRestoreRO(ctx, n)
-			},
 		})
 	})
 	t.Run("BackingImage", func(t *testing.T) {
@@ -71,9 +60,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 			},
 			setStatus: func(o *lh.BackingImage) { o.Status.UUID, o.Status.Size = "0123abcd", 1<<20 },
 			statusSet: func(o *lh.BackingImage) bool { return o.Status.UUID == "0123abcd" },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackingImage, error) {
-				return ds.GetBackingImageRO(ctx, n)
-			},
 		})
 	})
 	t.Run("BackingImageManager", func(t *testing.T) {
@@ -88,9 +74,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 			statusSet: func(o *lh.BackingImageManager) bool {
 				return o.Status.BackingImageFileMap["bi"].State == lh.BackingImageStateReady
 			},
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackingImageManager, error) {
-				return ds.GetBackingImageManagerRO(ctx, n)
-			},
 		})
 	})
 	t.Run("BackingImageDataSource", func(t *testing.T) {
@@ -102,9 +85,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 				o.Status.CurrentState, o.Status.Progress = lh.BackingImageStateInProgress, 50
 			},
 			statusSet: func(o *lh.BackingImageDataSource) bool { return o.Status.Progress == 50 },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.BackingImageDataSource, error) {
-				return ds.GetBackingImageDataSourceRO(ctx, n)
-			},
 		})
 	})
 	t.Run("SupportBundle", func(t *testing.T) {
@@ -114,9 +94,6 @@ func evenMoreKinds(t *testing.T, ds dsRef, c lhclient.LonghornV1beta2Interface) 
 			specSet:   func(o *lh.SupportBundle) bool { return o.Spec.IssueURL != "" },
 			setStatus: func(o *lh.SupportBundle) { o.Status.State, o.Status.Progress = lh.SupportBundleStateGenerating, 10 },
 			statusSet: func(o *lh.SupportBundle) bool { return o.Status.State == lh.SupportBundleStateGenerating },
-			cached: func(ctx context.Context, ds dsRef, n string) (*lh.SupportBundle, error) {
-				return ds.GetSupportBundleRO(ctx, n)
-			},
 		})
 	})
 }

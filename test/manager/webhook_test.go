@@ -93,7 +93,10 @@ func testWebhookRules(t *testing.T, c *cluster) {
 		{"best-effort locality accepted", volumeYAML("wh-loc", "size: 10Mi, dataLocality: best-effort"), "", ""},
 		{"bad access mode rejected", volumeYAML("wh-am", "size: 10Mi, accessMode: rw"), "spec.accessMode", ""},
 		{"bad frontend rejected", volumeYAML("wh-fe", "size: 10Mi, frontend: scsi"), "spec.frontend", ""},
-		{"41-char name rejected", volumeYAML(long, "size: 10Mi"), "metadata.name", ""},
+		{"41-char name rejected", volumeYAML(long, "size: 10Mi"), "metadata.name", "the limit is 40"},
+		{"64-char name rejected with the same limit", volumeYAML(strings.Repeat("b", 64), "size: 10Mi"), "metadata.name", "is 64 characters; the limit is 40"},
+		{"1.5Gi accepted", volumeYAML("wh-1-5gi", "size: 1.5Gi, numberOfReplicas: 1"), "", ""},
+		{"no size accepted (2 MiB, as Longhorn)", volumeYAML("wh-nosize", "numberOfReplicas: 1"), "", ""},
 		{"40-char name accepted", volumeYAML(long[:40], "size: 10Mi"), "", ""},
 		{"setting out of range rejected", settingYAML("storage-over-provisioning-percentage", "-1"), "value", "at least 0"},
 		{"setting wrong type rejected", settingYAML("auto-salvage", "maybe"), "value", "true or false"},
@@ -156,7 +159,13 @@ func testWebhookRules(t *testing.T, c *cluster) {
 	if v := c.volume("wh-loc"); v == nil || v.Spec.NumberOfReplicas != 3 {
 		t.Errorf("numberOfReplicas 0 did not become default-replica-count 3: %+v", v)
 	}
-	for _, obj := range []string{"volumes.longhorn.io/wh-size", "volumes.longhorn.io/wh-rep", "volumes.longhorn.io/wh-rep1", "volumes.longhorn.io/wh-round", "volumes.longhorn.io/wh-loc",
+	if v := c.volume("wh-1-5gi"); v == nil || v.Spec.Size != 1610612736 {
+		t.Errorf("1.5Gi not stored as 1610612736 bytes: %+v", v)
+	}
+	if v := c.volume("wh-nosize"); v == nil || v.Spec.Size != 2<<20 {
+		t.Errorf("a volume without size did not get 2 MiB: %+v", v)
+	}
+	for _, obj := range []string{"volumes.longhorn.io/wh-size", "volumes.longhorn.io/wh-1-5gi", "volumes.longhorn.io/wh-nosize", "volumes.longhorn.io/wh-rep", "volumes.longhorn.io/wh-rep1", "volumes.longhorn.io/wh-round", "volumes.longhorn.io/wh-loc",
 		"volumes.longhorn.io/" + long[:40], "engines.longhorn.io/wh-e-0", "replicas.longhorn.io/wh-r-1",
 		"recurringjobs.longhorn.io/wh-job", "volumeattachments.longhorn.io/wh-va", "nodes.longhorn.io/wh-node"} {
 		if out, err := c.kubectl("", "-n", ns, "delete", obj, "--wait=false"); err != nil {

@@ -30,42 +30,7 @@ func report(w io.Writer, rows []*row, js []Job) (failed bool) {
 		byKey[r.Key] = r
 	}
 	for _, j := range js {
-		fmt.Fprintf(w, "\n%s\n", j.Name)
-		fmt.Fprintf(w, "  %-4s %-58s %10s %9s %9s %9s %8s %8s\n", "row", "target", "IOPS", "MiB/s", "p50 us", "p99 us", "x base", "x (0)")
-		for _, r := range rows {
-			if r.skip != "" {
-				continue
-			}
-			res := r.results[j.Name]
-			if res.Err != "" {
-				fmt.Fprintf(w, "  %-4s %-58s error: %s\n", "("+r.Key+")", r.Name, res.Err)
-				continue
-			}
-			var xb, x0 float64
-			if b := byKey[r.Baseline]; b != nil && r.Baseline != "" {
-				xb = ratio(res, b.results[j.Name])
-			}
-			if z := byKey["0"]; z != nil {
-				x0 = ratio(res, z.results[j.Name])
-			}
-			fmt.Fprintf(w, "  %-4s %-58s %10.0f %9.1f %9.0f %9.0f %8s %8s\n", "("+r.Key+")", r.Name,
-				res.IOPS, res.BW/(1<<20), res.P50us, res.P99us, fmtRatio(xb), fmtRatio(x0))
-		}
-		for _, r := range rows {
-			res := r.results[j.Name]
-			if r.skip != "" {
-				continue
-			}
-			names := make([]string, 0, len(res.Syscalls))
-			for n := range res.Syscalls {
-				names = append(names, n)
-			}
-			sort.Strings(names)
-			for _, n := range names {
-				fmt.Fprintf(w, "       (%s) %-11s syscalls per I/O: %s\n", r.Key, n, res.Syscalls[n])
-			}
-			printCosts(w, r.Key, res.Costs)
-		}
+		reportJob(w, rows, byKey, j)
 	}
 	fmt.Fprintln(w, "\nTargets (throughput ratio to the row's baseline):")
 	for _, r := range rows {
@@ -77,6 +42,47 @@ func report(w io.Writer, rows []*row, js []Job) (failed bool) {
 		}
 	}
 	return failed
+}
+
+// reportJob prints one job's table: each row's result with its ratios to
+// its baseline and to row (0), then the rows' syscall counts and CPU costs.
+func reportJob(w io.Writer, rows []*row, byKey map[string]*row, j Job) {
+	fmt.Fprintf(w, "\n%s\n", j.Name)
+	fmt.Fprintf(w, "  %-4s %-58s %10s %9s %9s %9s %8s %8s\n", "row", "target", "IOPS", "MiB/s", "p50 us", "p99 us", "x base", "x (0)")
+	for _, r := range rows {
+		if r.skip != "" {
+			continue
+		}
+		res := r.results[j.Name]
+		if res.Err != "" {
+			fmt.Fprintf(w, "  %-4s %-58s error: %s\n", "("+r.Key+")", r.Name, res.Err)
+			continue
+		}
+		var xb, x0 float64
+		if b := byKey[r.Baseline]; b != nil && r.Baseline != "" {
+			xb = ratio(res, b.results[j.Name])
+		}
+		if z := byKey["0"]; z != nil {
+			x0 = ratio(res, z.results[j.Name])
+		}
+		fmt.Fprintf(w, "  %-4s %-58s %10.0f %9.1f %9.0f %9.0f %8s %8s\n", "("+r.Key+")", r.Name,
+			res.IOPS, res.BW/(1<<20), res.P50us, res.P99us, fmtRatio(xb), fmtRatio(x0))
+	}
+	for _, r := range rows {
+		if r.skip != "" {
+			continue
+		}
+		res := r.results[j.Name]
+		names := make([]string, 0, len(res.Syscalls))
+		for n := range res.Syscalls {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for _, n := range names {
+			fmt.Fprintf(w, "       (%s) %-11s syscalls per I/O: %s\n", r.Key, n, res.Syscalls[n])
+		}
+		printCosts(w, r.Key, res.Costs)
+	}
 }
 
 // checkRow prints whether a row meets MinRead/MinWrite on every job.

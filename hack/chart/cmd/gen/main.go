@@ -4,6 +4,7 @@
 //	chart/files/crds.yaml             copy of k8s/crds.yaml
 //	chart/templates/_settings.tpl     defaultSettings key -> setting name table
 //	chart/values.yaml                 the generated defaultSettings block
+//	chart/values.schema.json          the values' JSON Schema (defaultSettings typed from types/)
 //	deploy/longhorn.yaml              the chart rendered with default values
 //
 // -image and -tag override image.longhorn.repository and image.longhorn.tag
@@ -45,6 +46,9 @@ func run(repo, image, tag string) error {
 		return err
 	}
 	if err := writeIfChanged(filepath.Join(chartDir, "templates", "_settings.tpl"), chart.SettingsTemplate()); err != nil {
+		return err
+	}
+	if err := writeIfChanged(filepath.Join(chartDir, "values.schema.json"), chart.Schema()); err != nil {
 		return err
 	}
 	valuesPath := filepath.Join(chartDir, "values.yaml")

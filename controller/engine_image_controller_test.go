@@ -1,0 +1,95 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/longhorn-go/longhorn/engineapi"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
+)
+
+func TestDecideEngineImageStatus(t *testing.T) {
+	ei := &longhorn.EngineImage{Spec: longhorn.EngineImageSpec{Image: "longhorn:test"}}
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	cases := []struct {
+		name     string
+		obs      engineImageObservation
+		state    longhorn.EngineImageState
+		ready    longhorn.ConditionStatus
+		noRefSet bool
+	}{
+		{"all nodes run an instance manager", engineImageObservation{nodes: []string{"n1", "n2"}, deployed: map[string]bool{"n1": true, "n2": true}, refCount: 3},
+			longhorn.EngineImageStateDeployed, longhorn.ConditionStatusTrue, false},
+		{"one node without", engineImageObservation{nodes: []string{"n1", "n2"}, deployed: map[string]bool{"n1": true}},
+			longhorn.EngineImageStateDeploying, longhorn.ConditionStatusFalse, true},
+		{"no node up", engineImageObservation{deployed: map[string]bool{}}, longhorn.EngineImageStateDeploying, longhorn.ConditionStatusFalse, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			st := decideEngineImageStatus(ei, c.obs, "n1", now)
+			cond := longhorn.GetCondition(st.Conditions, longhorn.EngineImageConditionTypeReady)
+			if st.State != c.state || cond.Status != c.ready || st.OwnerID != "n1" || st.RefCount != c.obs.refCount ||
+				(st.NoRefSince != "") != c.noRefSet || len(st.NodeDeploymentMap) != len(c.obs.nodes) {
+				t.Errorf("status %+v", st)
+			}
+			if st.CLIAPIVersion != engineapi.CurrentCLIAPIVersion || st.ControllerAPIVersion != engineapi.CurrentControllerAPIVersion || st.Version == "" {
+				t.Errorf("versions %+v", st.EngineVersionDetails)
+			}
+			// The same observation later writes nothing new.
+			next := ei.DeepCopy()
+			next.Status = st
+			if again := decideEngineImageStatus(next, c.obs, "n1", now.Add(time.Minute)); again.NoRefSince != st.NoRefSince ||
+				longhorn.GetCondition(again.Conditions, longhorn.EngineImageConditionTypeReady) != cond {
+				t.Errorf("second decision changed: %+v", again)
+			}
+		})
+	}
+}
+
+// TestEngineImageCreatedAndDeployed: the manager creates the EngineImage of
+// its --engine-image and reports it deployed on the node whose instance
+// manager runs, used by the volume's replica.
+func TestEngineImageCreatedAndDeployed(t *testing.T) {
+	objs := append(readyNode("n1"), &longhorn.InstanceManager{ObjectMeta: metav1.ObjectMeta{Name: "im-n1", Namespace: testNS},
+		Spec:   longhorn.InstanceManagerSpec{NodeID: "n1"},
+		Status: longhorn.InstanceManagerStatus{CurrentState: longhorn.InstanceManagerStateRunning}},
+		&longhorn.Replica{ObjectMeta: metav1.ObjectMeta{Name: "v-r-1", Namespace: testNS},
+			Spec: longhorn.ReplicaSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "v", Image: "longhorn:test"}}})
+	f := newFixture(t, objs...)
+	c := fixtureController[*EngineImageController](f)
+	name := types.EngineImageName("longhorn:test")
+	key := testNS + "/" + name
+	if _, err := c.syncEngineImage(f.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	var ei *longhorn.EngineImage
+	waitFor(t, func() bool {
+		var err error
+		ei, err = f.ds.GetEngineImageRO(f.ctx, name)
+		return err == nil
+	})
+	if ei.Spec.Image != "longhorn:test" {
+		t.Fatalf("engine image %+v", ei.Spec)
+	}
+	if _, err := c.syncEngineImage(f.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.lh.LonghornV1beta2().EngineImages(testNS).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status.State != longhorn.EngineImageStateDeployed || !got.Status.NodeDeploymentMap["n1"] || got.Status.RefCount != 1 || got.Status.OwnerID != "n1" {
+		t.Errorf("status %+v", got.Status)
+	}
+	// Another image's key is not created.
+	if _, err := c.syncEngineImage(f.ctx, testNS+"/ei-other"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.lh.LonghornV1beta2().EngineImages(testNS).Get(f.ctx, "ei-other", metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Errorf("ei-other: %v", err)
+	}
+}

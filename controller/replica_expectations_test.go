@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+func TestReplicaExpectations(t *testing.T) {
+	e := newReplicaExpectations()
+	r := &longhorn.Replica{ObjectMeta: metav1.ObjectMeta{Name: "vol-r-0a0b0c0d"}, Spec: longhorn.ReplicaSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol"}}}
+	e.created(r, t0)
+	if got := e.pending("vol", nil, t0.Add(time.Second)); len(got) != 1 || got[0] != r {
+		t.Fatalf("pending before the cache shows it: %v", got)
+	}
+	if got := e.pending("vol", map[string]*longhorn.Replica{r.Name: r}, t0.Add(time.Second)); len(got) != 0 {
+		t.Fatalf("pending once cached: %v", got)
+	}
+	e.created(r, t0)
+	e.observed(r)
+	if got := e.pending("vol", nil, t0); len(got) != 0 {
+		t.Fatalf("pending after the informer saw it: %v", got)
+	}
+	e.created(r, t0)
+	if got := e.pending("vol", nil, t0.Add(replicaExpectationTimeout+time.Second)); len(got) != 0 {
+		t.Fatalf("pending after the timeout: %v", got)
+	}
+}
+
+// A replica that replaces a deleted one gets a name, and so a data
+// directory, that no replica of the volume had before.
+func TestReplacementReplicaNeverReusesAName(t *testing.T) {
+	f := newFixture(t, threeNodeObjects(newVolume("vol", 3))...)
+	names, dirs := map[string]bool{}, map[string]bool{}
+	for round := 0; round < 5; round++ {
+		for i := 0; i < 4 && len(f.replicas("vol")) < 3; i++ {
+			f.syncVolume("vol")
+		}
+		reps := f.replicas("vol")
+		if len(reps) != 3 {
+			t.Fatalf("round %d: %d replicas", round, len(reps))
+		}
+		for _, r := range reps {
+			if r.Spec.DataDirectoryName == "" {
+				f.syncVolume("vol")
+				r = f.replicaNamed(r.Name)
+			}
+			names[r.Name], dirs[r.Spec.DataDirectoryName] = true, true
+		}
+		if len(names) != 3+round || len(dirs) != 3+round {
+			t.Fatalf("round %d: %d names, %d data directories over %d replicas ever made", round, len(names), len(dirs), 3+round)
+		}
+		victim := reps[0]
+		if err := f.lh.LonghornV1beta2().Replicas(testNS).Delete(f.ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool { _, err := f.ds.GetReplicaRO(f.ctx, victim.Name); return err != nil })
+	}
+}

@@ -1,0 +1,152 @@
+package backupstore
+
+import (
+	"context"
+	"errors"
+	"math/rand"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+)
+
+func TestBlockersTable(t *testing.T) {
+	now := time.Date(2026, 10, 5, 0, 0, 0, 0, time.UTC)
+	me := serverLock{lockFile{Name: "lock-b", Type: 1, Operation: opBackup}, now}
+	at := func(name string, typ int, op string, acquired bool, age time.Duration) serverLock {
+		return serverLock{lockFile{Name: name, Type: typ, Operation: op, Acquired: acquired}, now.Add(-age)}
+	}
+	for _, tc := range []struct {
+		name     string
+		other    serverLock
+		typ, opc int
+	}{
+		{"older deletion lock blocks", at("lock-x", 2, "", false, time.Second), 1, 0},
+		{"acquired deletion lock blocks though newer", at("lock-x", 2, "", true, -time.Second), 1, 0},
+		{"newer unacquired deletion lock waits for me", at("lock-x", 2, "", false, -time.Second), 0, 0},
+		{"expired deletion lock is ignored", at("lock-x", 2, "", true, 151*time.Second), 0, 0},
+		{"restore (same type) does not block a backup", at("lock-x", 1, opRestore, true, time.Second), 0, 0},
+		{"Longhorn's type-1 lock does not block", at("lock-x", 1, "", true, time.Second), 0, 0},
+		{"an earlier backup blocks a backup", at("lock-x", 1, opBackup, false, time.Second), 0, 1},
+		{"same time: name decides", at("lock-a", 1, opBackup, false, 0), 0, 1},
+		{"same time, later name", at("lock-c", 1, opBackup, false, 0), 0, 0},
+		{"my own file", at("lock-b", 2, "", true, time.Second), 0, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			typ, op := blockers(me, []serverLock{tc.other}, now, LockDuration)
+			if len(typ) != tc.typ || len(op) != tc.opc {
+				t.Fatalf("type blockers %d, backup blockers %d; want %d, %d", len(typ), len(op), tc.typ, tc.opc)
+			}
+		})
+	}
+}
+
+// A deletion lock written by Longhorn (its JSON, no Operation) keeps a backup
+// out until it goes; past LockMaxWait the backup fails with ErrLocked.
+func TestLonghornDeletionLockBlocksBackup(t *testing.T) {
+	s := newDirStore(t)
+	root := strings.TrimPrefix(s.URL(), "vfs://")
+	lock := filepath.Join(root, LocksPath("vol-1"), "lock-0123456789abcdef.lck")
+	if err := os.MkdirAll(filepath.Dir(lock), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(lock, []byte(`{"Name":"lock-0123456789abcdef","Type":2,"Acquired":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := newMemSource(4 * mib)
+	src.snapshot("s1")
+	_, err := s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: "s1", Source: src})
+	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "lock-0123456789abcdef") {
+		t.Fatalf("backup under a deletion lock: %v, want ErrLocked naming the lock", err)
+	}
+	go func() { time.Sleep(100 * time.Millisecond); _ = os.Remove(lock) }()
+	job, err := s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: "s1", Source: src})
+	if err != nil {
+		t.Fatalf("backup after the lock went: %v", err)
+	}
+	if _, err := job.Run(context.Background(), nil); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// Two backups of one volume at once run one after the other: both succeed,
+// the second is incremental on the first, and volume.cfg counts each block
+// once.
+func TestConcurrentBackupsSerialize(t *testing.T) {
+	s := newDirStore(t)
+	src := newMemSource(8 * mib)
+	randomBlocks(rand.New(rand.NewSource(8)), src, DefaultBlockSize, []int64{0, 1})
+	src.snapshot("s1")
+	randomBlocks(rand.New(rand.NewSource(9)), src, DefaultBlockSize, []int64{2})
+	src.snapshot("s2")
+	var (
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		running int
+		overlap bool
+		results []*Backup
+	)
+	for _, snap := range []string{"s1", "s2"} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			job, err := s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: snap, Source: src})
+			if err != nil {
+				t.Error(err)
+				return
+			}
+			mu.Lock()
+			running++
+			overlap = overlap || running > 1
+			mu.Unlock()
+			time.Sleep(50 * time.Millisecond)
+			b, err := job.Run(context.Background(), nil)
+			mu.Lock()
+			running--
+			results = append(results, b)
+			mu.Unlock()
+			if err != nil {
+				t.Error(err)
+			}
+		}()
+	}
+	wg.Wait()
+	if overlap {
+		t.Fatal("two backups of one volume held the lock at once")
+	}
+	vol, err := s.LoadVolume(context.Background(), "vol-1")
+	if err != nil || vol.BlockCount != 3 || vol.LastBackupName != results[1].Name {
+		t.Fatalf("volume.cfg %+v %v; want BlockCount 3, last backup %s", vol, err, results[1].Name)
+	}
+	if blocks, _ := s.ListBlocks(context.Background(), "vol-1"); len(blocks) != 3 {
+		t.Fatalf("%d blocks, want 3", len(blocks))
+	}
+}
+
+// A held lock's file is refreshed while the operation runs.
+func TestLockRefresh(t *testing.T) {
+	s := newDirStore(t)
+	l := s.newLock("vol-1", LockTypeBackup, opBackup)
+	if err := l.Acquire(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	root := strings.TrimPrefix(s.URL(), "vfs://")
+	p := filepath.Join(root, lockPath("vol-1", l.file.Name))
+	old := time.Now().Add(-time.Hour)
+	if err := os.Chtimes(p, old, old); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(200 * time.Millisecond)
+	fi, err := os.Stat(p)
+	if err != nil || time.Since(fi.ModTime()) > time.Minute {
+		t.Fatalf("lock file not refreshed: %v %v", fi.ModTime(), err)
+	}
+	if err := l.Release(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(p); !os.IsNotExist(err) {
+		t.Fatalf("lock file left after Release: %v", err)
+	}
+}

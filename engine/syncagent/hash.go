@@ -1,0 +1,222 @@
+package syncagent
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/crc64"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
+
+	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+)
+
+// Snapshot hashing (Longhorn's snapshot checksum and bit rot detection,
+// longhorn-engine pkg/replica/hash.go): the checksum of a snapshot disk
+// file is the CRC-64 (ISO polynomial) of its whole content, holes read as
+// zeroes, as 16 lower-case hex digits, recorded in <disk>.checksum with the
+// file's change time.
+
+// HashMethod is the method recorded in .checksum files.
+const HashMethod = "crc64"
+
+// DefaultHashLockPath is the node-wide lock file that keeps one hashing job
+// at a time on a node (Longhorn: <data path>/.lock/hash).
+const DefaultHashLockPath = "/var/lib/longhorn/.lock/hash"
+
+// hashRetries bounds how often a hash is recomputed when the file changed
+// while it was being hashed.
+const hashRetries = 3
+
+var crcTable = crc64.MakeTable(crc64.ISO)
+
+// hashTask is one snapshot's hashing job (guarded by Agent.mu).
+type hashTask struct {
+	state, checksum, err string
+	corrupted            bool
+	cancel               context.CancelFunc
+}
+
+// SnapshotHash starts hashing snapshot snapshot_name (a bare name). With
+// rehash false a recorded checksum that is still current is taken as is
+// (Longhorn's fast-check); with rehash true the file is always hashed, and
+// a current record with another checksum marks the snapshot silently
+// corrupted (the record is then kept).
+func (a *Agent) SnapshotHash(_ context.Context, req *enginerpc.SnapshotHashRequest) (*emptypb.Empty, error) {
+	name := req.GetSnapshotName()
+	path, err := a.r.FilePath("volume-snap-" + name + ".img")
+	if err != nil {
+		return nil, invalid(err)
+	}
+	if _, err := os.Stat(path); err != nil {
+		return nil, status.Errorf(codes.NotFound, "snapshot %s: %v", name, err)
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if t := a.hashes[name]; t != nil && t.state == StateInProgress {
+		return nil, status.Errorf(codes.FailedPrecondition, "snapshot %s is already being hashed", name)
+	}
+	ctx, cancel := context.WithCancel(a.ctx)
+	t := &hashTask{state: StateInProgress, cancel: cancel}
+	a.hashes[name] = t
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		defer cancel()
+		sum, corrupted, err := a.hashLocked(ctx, path, req.GetRehash())
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if err != nil {
+			t.state, t.err = StateError, err.Error()
+			return
+		}
+		t.state, t.checksum, t.corrupted = StateComplete, sum, corrupted
+	}()
+	return &emptypb.Empty{}, nil
+}
+
+// hashLocked takes the node's hash lock, then hashes.
+func (a *Agent) hashLocked(ctx context.Context, path string, rehash bool) (string, bool, error) {
+	unlock, err := lockFile(ctx, a.cfg.HashLockPath)
+	if err != nil {
+		return "", false, err
+	}
+	defer unlock()
+	return HashDisk(ctx, path, rehash)
+}
+
+// HashDisk returns the checksum of the disk file at path and whether it is
+// silently corrupted (see SnapshotHash), recording a new checksum in
+// path.checksum.
+func HashDisk(ctx context.Context, path string, rehash bool) (string, bool, error) {
+	rec, _, recErr := ReadRecorded(path)
+	for try := 0; try < hashRetries; try++ {
+		before, err := ChangeTime(path)
+		if err != nil {
+			return "", false, err
+		}
+		if !rehash && recErr == nil && rec.ChangeTime == before && rec.Checksum != "" {
+			return rec.Checksum, false, nil
+		}
+		sum, err := crc64File(ctx, path)
+		if err != nil {
+			return "", false, err
+		}
+		after, err := ChangeTime(path)
+		if err != nil {
+			return "", false, err
+		}
+		if after != before {
+			continue // changed by a purge meanwhile: hash again
+		}
+		if recErr == nil && rec.ChangeTime == before && rec.Checksum != "" && rec.Checksum != sum {
+			return sum, true, nil
+		}
+		m := RecordedMetadata{Method: HashMethod, Checksum: sum, ChangeTime: before,
+			LastHashedAt: time.Now().UTC().Format(time.RFC3339)}
+		return sum, false, WriteRecorded(path, m)
+	}
+	return "", false, fmt.Errorf("%s kept changing while it was hashed (%d tries)", path, hashRetries)
+}
+
+// crc64File is the CRC-64/ISO of the file's content, as 16 hex digits.
+func crc64File(ctx context.Context, path string) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	h := crc64.New(crcTable)
+	buf := make([]byte, 1<<20)
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n, err := f.Read(buf)
+		h.Write(buf[:n])
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return "", err
+		}
+	}
+	return fmt.Sprintf("%016x", h.Sum64()), nil
+}
+
+// lockFile takes an exclusive flock on path (creating it and its
+// directory), waiting until ctx is done; the function releases it.
+func lockFile(ctx context.Context, path string) (func(), error) {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	for {
+		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return func() { _ = unix.Flock(int(f.Fd()), unix.LOCK_UN); f.Close() }, nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) {
+			f.Close()
+			return nil, &fs.PathError{Op: "flock", Path: path, Err: err}
+		}
+		if err := sleepCtx(ctx, 200*time.Millisecond); err != nil {
+			f.Close()
+			return nil, err
+		}
+	}
+}
+
+// SnapshotHashStatus reports a snapshot's hashing job.
+func (a *Agent) SnapshotHashStatus(_ context.Context, req *enginerpc.SnapshotHashStatusRequest) (*enginerpc.SnapshotHashStatusResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.hashes[req.GetSnapshotName()]
+	if t == nil {
+		return nil, status.Errorf(codes.NotFound, "snapshot %s hashing task not found", req.GetSnapshotName())
+	}
+	return &enginerpc.SnapshotHashStatusResponse{State: t.state, Checksum: t.checksum, Error: t.err,
+		SilentlyCorrupted: t.corrupted}, nil
+}
+
+// SnapshotHashCancel cancels a snapshot's hashing job; an unknown job is
+// NotFound ("not found", which Longhorn's callers treat as done).
+func (a *Agent) SnapshotHashCancel(_ context.Context, req *enginerpc.SnapshotHashCancelRequest) (*emptypb.Empty, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	t := a.hashes[req.GetSnapshotName()]
+	if t == nil {
+		return nil, status.Errorf(codes.NotFound, "snapshot %s hashing task not found", req.GetSnapshotName())
+	}
+	t.cancel()
+	return &emptypb.Empty{}, nil
+}
+
+// SnapshotHashLockState reports whether the node's hash lock is held (by
+// any replica on the node).
+func (a *Agent) SnapshotHashLockState(context.Context, *emptypb.Empty) (*enginerpc.SnapshotHashLockStateResponse, error) {
+	f, err := os.OpenFile(a.cfg.HashLockPath, os.O_RDONLY, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		return &enginerpc.SnapshotHashLockStateResponse{}, nil
+	}
+	if err != nil {
+		return nil, status.Error(codes.Internal, err.Error())
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return &enginerpc.SnapshotHashLockStateResponse{IsLocked: true}, nil
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return &enginerpc.SnapshotHashLockStateResponse{}, nil
+}

@@ -1,0 +1,8 @@
+# CSI (csi/, app/csi.go, engine/frontend/blockdev, test/csi): the real
+# Kubernetes CSI sidecars, built from the Go module proxy by the separate
+# module hack/csi-sidecars and cached in $(CACHE_DIR), keyed by go.mod/go.sum.
+CSI_SIDECARS_DIR := $(shell hack/csi-sidecars/build.sh --dir "$(CACHE_DIR)")
+
+.PHONY: csi-sidecars
+csi-sidecars: ## build or reuse csi-provisioner/attacher/resizer/snapshotter and snapshot-controller in $(CACHE_DIR)
+	@hack/csi-sidecars/build.sh "$(CACHE_DIR)"

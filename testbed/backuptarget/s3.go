@@ -1,0 +1,182 @@
+// Package backuptarget starts the real backup targets the backup tests use:
+// an S3 server (versitygw, posix backend, built from the Go module proxy by
+// `make testbin-backup`) on loopback, and nfs-ganesha (Debian's package) with
+// rpcbind inside a network namespace the test creates. Each server lives for
+// one test and is stopped, with everything it made, by t.Cleanup.
+//
+// Missing programs skip the test, or fail it under `make test`
+// (LONGHORN_REQUIRE_TOOLS=1); -short skips it.
+package backuptarget
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/minio/minio-go/v7"
+	"github.com/minio/minio-go/v7/pkg/credentials"
+
+	"github.com/longhorn-go/longhorn/internal/testutil"
+)
+
+// S3 is a running S3 server with one bucket.
+type S3 struct {
+	// URL is the backup target URL, s3://<bucket>@us-east-1/<prefix>/.
+	URL string
+	// Endpoint is http://127.0.0.1:PORT.
+	Endpoint string
+	// Credential is the credential Secret's content (Longhorn's keys).
+	Credential map[string]string
+	Bucket     string
+	AccessKey  string
+	SecretKey  string
+	// Root is the directory holding the bucket's objects (a test may corrupt
+	// one there).
+	Root string
+	cmd  *exec.Cmd
+	logs *bytes.Buffer
+}
+
+const (
+	s3Bucket = "longhorn-backups"
+	s3Access = "longhorn-test-access"
+	s3Secret = "longhorn-test-secret-key"
+)
+
+// versitygwPath finds the server: $LONGHORN_VERSITYGW, the test bed cache,
+// or PATH.
+func versitygwPath() string {
+	if p := os.Getenv("LONGHORN_VERSITYGW"); p != "" {
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+	}
+	if home, err := os.UserHomeDir(); err == nil {
+		m, _ := filepath.Glob(filepath.Join(home, ".cache", "longhorn-testbed", "versitygw-*", "versitygw"))
+		if len(m) > 0 {
+			return m[len(m)-1]
+		}
+	}
+	if p, err := exec.LookPath("versitygw"); err == nil {
+		return p
+	}
+	return ""
+}
+
+func missing(t testing.TB, what, hint string) {
+	t.Helper()
+	if testutil.ToolsRequired() {
+		t.Fatalf("%s not found (%s)", what, hint)
+	}
+	t.Skipf("%s not found (%s)", what, hint)
+}
+
+// StartS3 starts versitygw on a free loopback port with a fresh bucket and
+// returns it; prefix is the key prefix of the target URL ("" for none).
+func StartS3(t testing.TB, prefix string) *S3 {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: skipping test that needs an S3 server")
+	}
+	bin := versitygwPath()
+	if bin == "" {
+		missing(t, "versitygw", "run make testbin-backup, or set LONGHORN_VERSITYGW")
+	}
+	root := t.TempDir()
+	var lastErr error
+	for attempt := 0; attempt < 5; attempt++ {
+		s, err := startS3(bin, root, testutil.FreePort(t))
+		if err == nil {
+			t.Cleanup(s.stop)
+			s.URL = "s3://" + s3Bucket + "@us-east-1/"
+			if prefix != "" {
+				s.URL += prefix + "/"
+			}
+			return s
+		}
+		lastErr = err
+	}
+	t.Fatalf("start versitygw: %v", lastErr)
+	return nil
+}
+
+func startS3(bin, root string, port int) (*S3, error) {
+	s := &S3{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), Bucket: s3Bucket, AccessKey: s3Access,
+		SecretKey: s3Secret, Root: root, logs: &bytes.Buffer{}}
+	s.Credential = map[string]string{"AWS_ACCESS_KEY_ID": s3Access, "AWS_SECRET_ACCESS_KEY": s3Secret, "AWS_ENDPOINTS": s.Endpoint}
+	s.cmd = exec.Command(bin, "--access", s3Access, "--secret", s3Secret, "--region", "us-east-1",
+		"--port", "127.0.0.1:"+strconv.Itoa(port), "--quiet", "posix", root)
+	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
+	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := s.cmd.Start(); err != nil {
+		return nil, err
+	}
+	exited := make(chan struct{})
+	go func() { _ = s.cmd.Wait(); close(exited) }()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		select {
+		case <-exited:
+			return nil, fmt.Errorf("versitygw exited: %s", s.logs.String())
+		default:
+		}
+		if err := s.makeBucket(); err == nil {
+			return s, nil
+		} else if time.Now().After(deadline) {
+			s.stop()
+			return nil, fmt.Errorf("versitygw on port %d not ready: %v: %s", port, err, s.logs.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+// Client returns a minio-go client for the server.
+func (s *S3) Client() (*minio.Client, error) {
+	return minio.New(s.Endpoint[len("http://"):], &minio.Options{Creds: credentials.NewStaticV4(s.AccessKey, s.SecretKey, ""),
+		Region: "us-east-1", BucketLookup: minio.BucketLookupPath})
+}
+
+func (s *S3) makeBucket() error {
+	c, err := s.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	conn, err := net.DialTimeout("tcp", s.Endpoint[len("http://"):], time.Second)
+	if err != nil {
+		return err
+	}
+	conn.Close()
+	if ok, err := c.BucketExists(ctx, s3Bucket); err == nil && ok {
+		return nil
+	}
+	return c.MakeBucket(ctx, s3Bucket, minio.MakeBucketOptions{Region: "us-east-1"})
+}
+
+// ObjectPath returns the file holding an object key (posix backend).
+func (s *S3) ObjectPath(key string) string {
+	return filepath.Join(s.Root, s.Bucket, filepath.FromSlash(key))
+}
+
+// Stop kills the server now (a test of an unreachable target); Cleanup does
+// it too.
+func (s *S3) Stop() { s.stop() }
+
+func (s *S3) stop() {
+	if s.cmd == nil || s.cmd.Process == nil {
+		return
+	}
+	_ = syscall.Kill(-s.cmd.Process.Pid, syscall.SIGKILL)
+	for i := 0; i < 100 && syscall.Kill(s.cmd.Process.Pid, 0) == nil; i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
