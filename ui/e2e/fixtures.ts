@@ -29,7 +29,8 @@ interface Fixtures {
   problems: Problems;
   control: (path: string, body: unknown) => Promise<Record<string, unknown>>;
   api: APIRequestContext;
-  shot: (name: string) => Promise<void>;
+  /** shot saves a screenshot of the viewport, first scrolling `at` into view when given. */
+  shot: (name: string, at?: import("@playwright/test").Locator) => Promise<void>;
 }
 
 export const test = base.extend<Fixtures, WorkerFixtures>({
@@ -87,7 +88,8 @@ export const test = base.extend<Fixtures, WorkerFixtures>({
   shot: async ({ page }, use, info) => {
     const dir = join(ARTIFACTS, "screenshots");
     mkdirSync(dir, { recursive: true });
-    await use(async (name) => {
+    await use(async (name, at) => {
+      if (at) await at.evaluate((el) => el.scrollIntoView({ block: "start" }));
       await page.screenshot({ path: join(dir, `${name}.png`), fullPage: false });
       await info.attach(name, { path: join(dir, `${name}.png`), contentType: "image/png" });
     });

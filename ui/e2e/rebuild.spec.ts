@@ -56,7 +56,7 @@ test("a killed replica shows degraded, rebuilding, healthy without a reload", as
       console.log(`volumes stream of ${name}:\n  ${heard.join("\n  ")}`);
     }
     times.rebuilding = Date.now() - t0;
-    await shot("rebuild-progress");
+    await shot("rebuild-progress", page.getByRole("heading", { name: "Replicas" }));
     await expect(h1.getByText("healthy")).toBeVisible({ timeout: 180_000 });
     times.healthy = Date.now() - t0;
     await expect(row.getByText("healthy")).toBeVisible();

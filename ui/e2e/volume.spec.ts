@@ -35,6 +35,16 @@ test("create, attach, write, snapshot, detach, delete by clicking", async ({ pag
     const w = await control("/write", { volume: name, offset: 0, size: 16 << 20, seed: 7 });
     test.info().annotations.push({ type: "write", description: JSON.stringify(w) });
 
+    // The list shows it attached with its replicas; its link leads back.
+    await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Volumes" }).click();
+    const row = page.getByRole("link", { name, exact: true }).locator("xpath=ancestor::tr");
+    await expect(row).toContainText("healthy");
+    await expect(row).toContainText("3 / 3");
+    await expect(row).toContainText("node-1");
+    await shot("volumes-list");
+    await page.getByRole("link", { name, exact: true }).click();
+    await expect(h1.getByText("healthy")).toBeVisible();
+
     const tree = page.getByRole("tree", { name: `Snapshots of ${name}` });
     await expect(tree.getByRole("treeitem", { name: "Volume Head" })).toBeVisible();
     const before = await tree.getByRole("treeitem").count();
@@ -44,7 +54,7 @@ test("create, attach, write, snapshot, detach, delete by clicking", async ({ pag
     await expect(snap).toContainText("user");
     // The head hangs below the new snapshot.
     await expect(snap.getByRole("treeitem", { name: "Volume Head" })).toBeVisible();
-    await shot("volume-snapshot-tree");
+    await shot("volume-snapshot-tree", page.getByRole("heading", { name: "Replicas" }));
     await control("/verify", { volume: name, offset: 0, size: 16 << 20, seed: 7 });
 
     await page.getByRole("button", { name: "Detach" }).click();
