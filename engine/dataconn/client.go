@@ -196,11 +196,15 @@ func (c *Client) Err() error {
 // replica a longer one).
 func (c *Client) SetTimeout(d time.Duration) { c.timeout.Store(int64(d)) }
 
-// Close sends Close on every connection (best effort), closes them and waits
-// for the client's goroutines. Pending requests fail with ErrClientClosed.
+// Close sends Close on every connection (best effort; only to a replica of
+// this implementation, which listed an extension: Longhorn's client never
+// sends Close and its replica drops it), closes them and waits for the
+// client's goroutines. Pending requests fail with ErrClientClosed.
 func (c *Client) Close() error {
-	for _, cc := range c.conns {
-		cc.sendClose()
+	if c.opts.Flush || c.opts.Local {
+		for _, cc := range c.conns {
+			cc.sendClose()
+		}
 	}
 	c.fail(ErrClientClosed)
 	c.wg.Wait()

@@ -170,12 +170,22 @@ type engineProc struct {
 
 func startEngine(t *testing.T, vol string, size int64, reps []*replicaProc, extra ...string) *engineProc {
 	t.Helper()
+	var addrs []string
+	for _, r := range reps {
+		addrs = append(addrs, r.addr)
+	}
+	return startEngineAt(t, vol, size, addrs, extra...)
+}
+
+// startEngineAt is startEngine with replica addresses (of any replica kind).
+func startEngineAt(t *testing.T, vol string, size int64, addrs []string, extra ...string) *engineProc {
+	t.Helper()
 	e := &engineProc{vol: vol, url: "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t)),
 		sock: filepath.Join(t.TempDir(), "nbd.sock")}
 	args := []string{"engine", "controller", vol, "--size", strconv.FormatInt(size, 10), "--listen", e.url,
 		"--frontend", "nbd", "--nbd-listen", "unix:" + e.sock}
-	for _, r := range reps {
-		args = append(args, "--replica", r.addr)
+	for _, a := range addrs {
+		args = append(args, "--replica", a)
 	}
 	e.proc = startProc(t, "engine-"+vol, append(args, extra...)...)
 	e.waitReady()

@@ -56,12 +56,13 @@
 //
 // # Alignment and ranges
 //
-// WriteAt and UnmapAt require offset and length to be multiples of
-// SectorSize (4096) and return ErrUnaligned otherwise: the engine does
-// read-modify-write for unaligned client writes. ReadAt accepts any offset
-// and length (unaligned reads go through a bounce buffer; aligned reads are
-// the fast path). Every request must lie inside the volume (ErrOutOfRange);
-// there are no short reads or writes.
+// ReadAt and WriteAt accept any offset and length, as Longhorn's replica
+// does (its controller forwards client writes unaligned): aligned requests
+// are the fast path; an unaligned write reads the partial sectors at its
+// ends, merges and writes whole sectors, excluding every other write
+// meanwhile (so no concurrent write to the same sector is lost). UnmapAt
+// unmaps the whole sectors inside its range only. Every request must lie
+// inside the volume (ErrOutOfRange); there are no short reads or writes.
 //
 // # Unmap
 //

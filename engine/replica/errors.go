@@ -11,9 +11,6 @@ import (
 var (
 	// ErrOutOfRange: offset/length outside [0, volume size).
 	ErrOutOfRange = errors.New("out of range")
-	// ErrUnaligned: offset or length not a multiple of SectorSize where the
-	// operation requires it (WriteAt, UnmapAt).
-	ErrUnaligned = errors.New("not aligned to 4096 bytes")
 	// ErrInvalidSize: a volume size that is not a positive multiple of SectorSize.
 	ErrInvalidSize = errors.New("invalid size")
 	// ErrShrink: Expand to a size smaller than the current one.

@@ -7,6 +7,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/rawio"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
@@ -27,14 +28,15 @@ func (s *Store) checkRange(op string, off, length, size int64) error {
 	return nil
 }
 
-func checkAligned(op string, off, length int64) error {
-	if off%SectorSize != 0 {
-		return errf(op, "offset", ErrUnaligned, "offset %d is not a multiple of %d", off, SectorSize)
+// checkOpenRange checks that the store is open and [off, off+length) is
+// inside the volume.
+func (s *Store) checkOpenRange(op string, off, length int64) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errf(op, "", ErrClosed, "")
 	}
-	if length%SectorSize != 0 {
-		return errf(op, "length", ErrUnaligned, "length %d is not a multiple of %d", length, SectorSize)
-	}
-	return nil
+	return s.checkRange(op, off, length, s.st.meta.Size)
 }
 
 // ReadAt reads len(p) bytes at volume offset off and returns len(p) or an
@@ -112,15 +114,78 @@ func preadFull(f *os.File, b []byte, off int64) error {
 }
 
 // WriteAt writes p at volume offset off into the head and returns len(p) or
-// an error. off and len(p) must be multiples of SectorSize (the engine does
-// read-modify-write for unaligned client writes). When the revision counter
-// is enabled the call returns after the counter covering this write is on
-// disk. Errors: ErrUnaligned, ErrOutOfRange, ErrClosed, or an I/O error
-// (then the sectors' content is undefined, as for any failed block write).
+// an error. Any offset and length inside the volume is accepted (Longhorn's
+// replica does the same: its controller forwards writes as the frontend
+// sent them, 512-byte aligned from tgt, any range from other clients):
+// 4096-aligned writes go straight to the head; others read the partial
+// sectors at each end, merge the new bytes and write the whole sectors
+// (writeUnaligned). When the revision counter is enabled the call returns
+// after the counter covering this write is on disk. Errors: ErrOutOfRange,
+// ErrClosed, or an I/O error (then the sectors' content is undefined, as
+// for any failed block write).
 func (s *Store) WriteAt(p []byte, off int64) (int, error) {
-	if err := checkAligned("write", off, int64(len(p))); err != nil {
+	if off%SectorSize != 0 || len(p)%SectorSize != 0 {
+		return s.writeUnaligned(p, off)
+	}
+	s.rmw.RLock()
+	defer s.rmw.RUnlock()
+	return s.writeAligned(p, off)
+}
+
+// writeUnaligned is the read-modify-write of a write that does not cover
+// whole sectors. It holds rmw exclusively, so no other write (aligned or
+// not) runs between its read of the edge sectors and its write: a
+// concurrent write to the same sector can then neither be lost nor lose
+// this one's bytes. Reads go on meanwhile. Such writes are rare (this
+// implementation's engine aligns writes itself; a Longhorn engine sends
+// them for sub-4K client writes).
+func (s *Store) writeUnaligned(p []byte, off int64) (int, error) {
+	if off < 0 || int64(len(p)) > MaxVolumeSize {
+		return 0, errf("write", "offset", ErrOutOfRange, "offset %d length %d", off, len(p))
+	}
+	start := off / SectorSize * SectorSize
+	end := (off + int64(len(p)) + SectorSize - 1) / SectorSize * SectorSize
+	buf := bufpool.Get(int(end - start))
+	defer bufpool.Put(buf)
+	s.rmw.Lock()
+	defer s.rmw.Unlock()
+	if err := s.readEdges(buf, start, end, off, int64(len(p))); err != nil {
 		return 0, err
 	}
+	copy(buf[off-start:], p)
+	if _, err := s.writeAligned(buf, start); err != nil {
+		return 0, err
+	}
+	return len(p), nil
+}
+
+// readEdges fills the first and last sectors of buf (covering [start,
+// end)) where the write [off, off+n) leaves them partly uncovered.
+func (s *Store) readEdges(buf []byte, start, end, off, n int64) error {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return errf("write", "", ErrClosed, "")
+	}
+	if err := s.checkRange("write", off, n, s.st.meta.Size); err != nil {
+		return err
+	}
+	if off != start {
+		if err := s.readLocked(buf[:SectorSize], start); err != nil {
+			return err
+		}
+	}
+	if off+n != end && (end-start > SectorSize || off == start) {
+		if err := s.readLocked(buf[len(buf)-SectorSize:], end-SectorSize); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// writeAligned writes the sector-aligned p at off into the head; the caller
+// holds rmw (shared or exclusive).
+func (s *Store) writeAligned(p []byte, off int64) (int, error) {
 	s.mu.RLock()
 	if s.closed {
 		s.mu.RUnlock()
@@ -168,8 +233,11 @@ func (s *Store) Flush() error {
 }
 
 // UnmapAt discards length bytes at off (TRIM/UNMAP) and returns the bytes
-// that now read as zeroes because their space was released. off and length
-// must be multiples of SectorSize.
+// that now read as zeroes because their space was released. Only the whole
+// sectors inside [off, off+length) are unmapped; the partial sectors at the
+// ends keep their data and a request covering no whole sector does nothing
+// (Longhorn's replica does the same; this implementation's engine zeroes
+// the partial sectors itself with a write).
 //
 // The rule (Longhorn's, made consistent): the unmappable layers are the head
 // and the snapshots directly below it that are marked removed, stopping at
@@ -181,10 +249,15 @@ func (s *Store) Flush() error {
 // either zeroes or the data from before the unmap, never older data, and the
 // same after a reopen. Takes the exclusive lock, as Longhorn does.
 func (s *Store) UnmapAt(length uint32, off int64) (int, error) {
-	if err := checkAligned("unmap", off, int64(length)); err != nil {
-		return 0, err
+	if off < 0 {
+		return 0, errf("unmap", "offset", ErrOutOfRange, "offset %d", off)
 	}
-	n, err := s.unmap(int64(length), off)
+	inner0 := (off + SectorSize - 1) / SectorSize * SectorSize
+	inner1 := (off + int64(length)) / SectorSize * SectorSize
+	if inner1 <= inner0 {
+		return 0, s.checkOpenRange("unmap", off, int64(length))
+	}
+	n, err := s.unmap(inner1-inner0, inner0)
 	if err != nil {
 		return n, err
 	}

@@ -80,6 +80,9 @@ type Store struct {
 	// mu is held shared by ReadAt/WriteAt/Flush and by the copy phase of a
 	// purge, exclusively by anything that changes st's structure.
 	mu sync.RWMutex
+	// rmw is held shared by aligned writes and exclusively by the
+	// read-modify-write of an unaligned one (writeUnaligned).
+	rmw sync.RWMutex
 	// purgeMu serialises purges with the operations that could delete
 	// files a purge is copying: Revert, Reload, RemoveDiffDisk, Close.
 	purgeMu sync.Mutex

@@ -193,15 +193,15 @@ func TestIOErrorsChangeNothing(t *testing.T) {
 		err  error
 		do   func() error
 	}{
-		{"write unaligned offset", ErrUnaligned, func() error { _, err := s.WriteAt(make([]byte, ss), 512); return err }},
-		{"write unaligned length", ErrUnaligned, func() error { _, err := s.WriteAt(make([]byte, 512), 0); return err }},
+		{"write unaligned past end", ErrOutOfRange, func() error { _, err := s.WriteAt(make([]byte, 10), 16*ss-5); return err }},
+		{"write unaligned negative", ErrOutOfRange, func() error { _, err := s.WriteAt(make([]byte, 10), -5); return err }},
 		{"write past end", ErrOutOfRange, func() error { _, err := s.WriteAt(make([]byte, 2*ss), 15*ss); return err }},
 		{"write negative", ErrOutOfRange, func() error { _, err := s.WriteAt(make([]byte, ss), -ss); return err }},
 		{"read past end", ErrOutOfRange, func() error { _, err := s.ReadAt(make([]byte, ss), 16*ss); return err }},
 		{"read unaligned past end", ErrOutOfRange, func() error { _, err := s.ReadAt(make([]byte, 10), 16*ss-5); return err }},
 		{"read negative", ErrOutOfRange, func() error { _, err := s.ReadAt(make([]byte, 10), -5); return err }},
-		{"unmap unaligned", ErrUnaligned, func() error { _, err := s.UnmapAt(ss, 100); return err }},
-		{"unmap unaligned length", ErrUnaligned, func() error { _, err := s.UnmapAt(100, 0); return err }},
+		{"unmap unaligned past end", ErrOutOfRange, func() error { _, err := s.UnmapAt(100, 16*ss-50); return err }},
+		{"unmap negative", ErrOutOfRange, func() error { _, err := s.UnmapAt(ss, -ss); return err }},
 		{"unmap past end", ErrOutOfRange, func() error { _, err := s.UnmapAt(2*ss, 15*ss); return err }},
 	}
 	for _, c := range cases {

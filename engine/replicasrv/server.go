@@ -113,7 +113,7 @@ func grpcErr(err error) error {
 	code := codes.Internal
 	msg := err.Error()
 	switch {
-	case errors.Is(err, replica.ErrInvalidName), errors.Is(err, replica.ErrUnaligned),
+	case errors.Is(err, replica.ErrInvalidName),
 		errors.Is(err, replica.ErrInvalidSize), errors.Is(err, replica.ErrOutOfRange),
 		errors.Is(err, replica.ErrShrink), errors.Is(err, replica.ErrInvalidOption):
 		code = codes.InvalidArgument

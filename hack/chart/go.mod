@@ -6,7 +6,7 @@ replace github.com/longhorn-go/longhorn => ../..
 
 require (
 	github.com/longhorn-go/longhorn v0.0.0
-	golang.org/x/tools v0.49.0
+	golang.org/x/tools v0.50.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2

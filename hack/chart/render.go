@@ -52,6 +52,41 @@ func (d Doc) ID() string { return d.Kind() + "/" + d.Namespace() + "/" + d.Name(
 // kindOrder). Errors: the chart does not load, a template fails (including
 // the chart's own `fail` checks), or a document is not valid YAML.
 func Render(chartDir string, values map[string]any) ([]Doc, error) {
+	files, err := renderFiles(chartDir, values)
+	if err != nil {
+		return nil, err
+	}
+	var docs []Doc
+	for name, text := range files {
+		if strings.HasPrefix(path.Base(name), "_") || strings.HasSuffix(name, "NOTES.txt") {
+			continue
+		}
+		d, err := splitDocs(name, text)
+		if err != nil {
+			return nil, err
+		}
+		docs = append(docs, d...)
+	}
+	SortDocs(docs)
+	return docs, nil
+}
+
+// Notes renders templates/NOTES.txt (what helm install prints) with values.
+func Notes(chartDir string, values map[string]any) (string, error) {
+	files, err := renderFiles(chartDir, values)
+	if err != nil {
+		return "", err
+	}
+	for name, text := range files {
+		if strings.HasSuffix(name, "NOTES.txt") {
+			return text, nil
+		}
+	}
+	return "", nil
+}
+
+// renderFiles renders every template of the chart (file name -> text).
+func renderFiles(chartDir string, values map[string]any) (map[string]string, error) {
 	ch, err := loader.Load(chartDir)
 	if err != nil {
 		return nil, fmt.Errorf("load chart %s: %w", chartDir, err)
@@ -69,19 +104,7 @@ func Render(chartDir string, values map[string]any) ([]Doc, error) {
 	if err != nil {
 		return nil, fmt.Errorf("render chart: %w", err)
 	}
-	var docs []Doc
-	for name, text := range files {
-		if strings.HasPrefix(path.Base(name), "_") || strings.HasSuffix(name, "NOTES.txt") {
-			continue
-		}
-		d, err := splitDocs(name, text)
-		if err != nil {
-			return nil, err
-		}
-		docs = append(docs, d...)
-	}
-	SortDocs(docs)
-	return docs, nil
+	return files, nil
 }
 
 var docSeparator = regexp.MustCompile(`(?m)^---[ \t]*$`)

@@ -101,7 +101,7 @@ func TestUnsupportedValuesFail(t *testing.T) {
 		"enablePSP":                            {"enablePSP": true},
 		"metrics.serviceMonitor.enabled":       {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}},
 		"global.cattle.windowsCluster.enabled": {"global": map[string]any{"cattle": map[string]any{"windowsCluster": map[string]any{"enabled": true}}}},
-		"csi.kubeletRootDir":                   {"csi": map[string]any{"kubeletRootDir": "/var/lib/kubelet"}},
+		"csi.podAntiAffinityPreset":            {"csi": map[string]any{"podAntiAffinityPreset": "hard"}},
 	} {
 		if got := renderErr(values); !strings.Contains(got, path) {
 			t.Errorf("%s: error %q, want one naming it", path, got)
@@ -167,5 +167,22 @@ func TestManagerValues(t *testing.T) {
 	got := configMapYAML(t, docs, "longhorn-default-setting", "default-setting.yaml")
 	if got["registry-secret"] != "regcred" {
 		t.Errorf("registry-secret = %q", got["registry-secret"])
+	}
+}
+
+// helm install's notes name the Longhorn values that are accepted and not
+// used, and none with this chart's own values.
+func TestNotesListIgnoredValues(t *testing.T) {
+	notes, err := Notes(chartDir, loadValues(t, "longhorn-1.12-values.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornDriver", "preUpgradeChecker"} {
+		if !strings.Contains(notes, want) {
+			t.Errorf("notes do not name %s:\n%s", want, notes)
+		}
+	}
+	if notes, err = Notes(chartDir, nil); err != nil || strings.Contains(notes, "Not used") {
+		t.Errorf("default notes: %v\n%s", err, notes)
 	}
 }

@@ -13,7 +13,7 @@ LONGHORN_IMAGE_TAG ?=
 CHART_APP_VERSION  := $(shell sed -n 's/^appVersion: *//p' chart/Chart.yaml)
 
 GENERATE_STEPS += manifests
-TEST_STEPS     += test-chart test-image
+TEST_STEPS     += test-chart test-image test-helm
 
 IMAGE_TAG      := $(or $(LONGHORN_IMAGE_TAG),$(CHART_APP_VERSION))
 IMAGE_REF      := $(LONGHORN_IMAGE):$(IMAGE_TAG)
@@ -21,7 +21,12 @@ IMAGE_ARCHIVE  := $(BIN)/images/longhorn.oci.tar
 # Debian mirror of the image's base layer (debootstrap).
 DEBIAN_MIRROR  ?= http://deb.debian.org/debian
 
-.PHONY: manifests test-chart image image-binary image-docker test-image
+# The real helm CLI, built from the module proxy (hack/helm), cached by version.
+HELM := $(shell hack/helm/build.sh --path "$(CACHE_DIR)")
+# Values file of make cluster-helm (empty: the chart's defaults).
+HELM_VALUES ?=
+
+.PHONY: manifests test-chart image image-binary image-docker test-image helm cluster-helm test-helm
 manifests: ## render chart/ into deploy/longhorn.yaml (LONGHORN_IMAGE, LONGHORN_IMAGE_TAG); refresh the chart's generated parts
 	cd hack/chart && go run -mod=mod ./cmd/gen -repo ../.. \
 		$(if $(filter-out longhornio/longhorn,$(LONGHORN_IMAGE)),-image $(LONGHORN_IMAGE)) \
@@ -44,7 +49,8 @@ image-binary:
 
 image: image-binary ## build $(LONGHORN_IMAGE):<tag> into bin/images/longhorn.oci.tar (debootstrap base cached in CACHE_DIR; root)
 	cd hack/image && go run -mod=mod . -binary $(BIN)/images/longhorn -packages $(CURDIR)/package/node-packages.txt \
-		-ref $(IMAGE_REF) -out $(IMAGE_ARCHIVE) -cache $(CACHE_DIR) -mirror $(DEBIAN_MIRROR) -revision $(GIT_COMMIT)
+		-ref $(IMAGE_REF) -out $(IMAGE_ARCHIVE) -cache $(CACHE_DIR) -mirror $(DEBIAN_MIRROR) -revision $(GIT_COMMIT) \
+		$(foreach b,$(IMAGE_EXTRA_BINS),-extra-bin $(b))
 
 image-docker: ## docker build longhornio/longhorn:<tag> from package/Dockerfile (needs a Docker engine)
 	docker build -f package/Dockerfile \
@@ -58,3 +64,14 @@ image-docker: ## docker build longhornio/longhorn:<tag> from package/Dockerfile 
 test-image: image ## image tests: build it, import it into a private containerd, run longhorn --version and the node tools (root)
 	cd hack/image && LONGHORN_IMAGE_ARCHIVE=$(IMAGE_ARCHIVE) LONGHORN_IMAGE_REF=$(IMAGE_REF) $(TEST_ENV) \
 		go test -mod=mod -count=1 -v -run . ./... 2>&1 | grep -v '^=== RUN' ; exit $${PIPESTATUS[0]}
+
+helm: ## build or reuse the real helm CLI in $(CACHE_DIR)/helm-<version>
+	@hack/helm/build.sh "$(CACHE_DIR)"
+
+cluster-helm: helm ## helm upgrade --install chart/ on the running local cluster (HELM_VALUES=file)
+	$(HELM) upgrade --install longhorn chart/ -n longhorn-system --create-namespace --wait --timeout 5m \
+		--kubeconfig $(CLUSTER_STATE_DIR)/kubeconfig $(if $(HELM_VALUES),-f $(HELM_VALUES))
+
+test-helm: build lhcluster testbin helm ## real helm installs Longhorn's values on a local cluster (lhimg, 10.99.40.0/24); every setting reaches its object (root)
+	$(TEST_ENV) LONGHORN_HELM_E2E=1 LONGHORN_HELM=$(HELM) LONGHORN_BINARY=$(BIN)/longhorn LHCLUSTER_BINARY=$(BIN)/lhcluster \
+		go test -count=1 -timeout 20m -v ./test/helm/ 2>&1 | grep -v '^=== RUN'; exit $${PIPESTATUS[0]}

@@ -1,0 +1,268 @@
+// Package helm installs the product the way a Longhorn user does: the real
+// helm CLI (make helm) installs chart/ on a local cluster of its own (name
+// lhimg, nodes on 10.99.40.0/24, services 10.99.41.0/24) with Longhorn's
+// whole default values.yaml, then upgrades it with a values file that sets
+// every defaultSettings key Longhorn documents, and checks that every
+// setting reaches its Setting object and that the pods the manager creates
+// carry the system-managed settings. It runs with LONGHORN_HELM_E2E=1
+// (`make test-helm`, part of `make test`), as root.
+package helm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"sigs.k8s.io/yaml"
+
+	"github.com/longhorn-go/longhorn/internal/testutil"
+	"github.com/longhorn-go/longhorn/testbed/cluster"
+	"github.com/longhorn-go/longhorn/testbed/testenv"
+	"github.com/longhorn-go/longhorn/types"
+)
+
+const namespace = "longhorn-system"
+
+func repoRoot() string {
+	_, file, _, _ := runtime.Caller(0)
+	return filepath.Clean(filepath.Join(filepath.Dir(file), "..", ".."))
+}
+
+// prerequisites returns the cluster config, or why the test cannot run.
+func prerequisites() (cluster.Config, string, error) {
+	if os.Getenv("LONGHORN_HELM_E2E") != "1" {
+		return cluster.Config{}, "", errors.New("LONGHORN_HELM_E2E is not 1: run `make test-helm` (root)")
+	}
+	if os.Geteuid() != 0 {
+		return cluster.Config{}, "", errors.New("the local cluster needs root")
+	}
+	assets, err := testenv.Assets("kube-controller-manager", "kube-scheduler")
+	if err != nil {
+		return cluster.Config{}, "", err
+	}
+	var paths [3]string
+	for i, env := range []string{"LONGHORN_HELM", "LONGHORN_BINARY", "LHCLUSTER_BINARY"} {
+		if paths[i] = os.Getenv(env); paths[i] == "" {
+			return cluster.Config{}, "", fmt.Errorf("%s is not set (make test-helm sets it)", env)
+		}
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return cluster.Config{}, "", err
+	}
+	c := cluster.Config{Name: "lhimg", Nodes: 2,
+		Subnet: netip.MustParsePrefix("10.99.40.0/24"), ServiceCIDR: netip.MustParsePrefix("10.99.41.0/24"),
+		StateDir:  filepath.Join(home, ".cache", "longhorn-testbed", "cluster-lhimg"),
+		AssetsDir: assets, AgentBinary: paths[2], Images: map[string]string{"longhornio/longhorn:*": paths[1]}}
+	return c, paths[0], c.Validate()
+}
+
+// lock takes the machine-wide lock of the local-cluster tests (CPU).
+func lock(t *testing.T) {
+	f, err := os.OpenFile(filepath.Join(os.TempDir(), "lhcluster-test.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { f.Close() })
+}
+
+func TestHelmInstallsLonghornValues(t *testing.T) {
+	c, helmBin, err := prerequisites()
+	if err != nil {
+		if testutil.ToolsRequired() && os.Getenv("LONGHORN_HELM_E2E") == "1" {
+			t.Fatal(err)
+		}
+		t.Skip(err)
+	}
+	lock(t)
+	logf := func(format string, args ...any) { t.Logf(format, args...) }
+	if err := cluster.Down(c, logf); err != nil {
+		t.Fatalf("removing a leftover cluster: %v", err)
+	}
+	t.Cleanup(func() {
+		if err := cluster.Down(c, logf); err != nil {
+			t.Errorf("cluster down: %v", err)
+		}
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	if _, err := cluster.Up(ctx, c, logf); err != nil {
+		t.Fatalf("cluster up: %v", err)
+	}
+	cs, err := c.Client()
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := repoRoot()
+	rel := cluster.HelmRelease{Helm: helmBin, Chart: filepath.Join(root, "chart"), Timeout: 5 * time.Minute,
+		ValuesFiles: []string{filepath.Join(root, "hack", "chart", "testdata", "longhorn-1.12-values.yaml")}}
+
+	// 1. Longhorn's default values: every setting at its default except
+	// priority-class, which Longhorn's values set to longhorn-critical.
+	if err := cluster.HelmInstall(ctx, &c, rel, logf); err != nil {
+		dumpPods(ctx, t, cs)
+		t.Fatal(err)
+	}
+	want := map[string]string{}
+	for _, k := range longhornSettingKeys {
+		d, _ := types.GetSettingDefinition(types.SettingName(k.Setting))
+		want[k.Setting] = d.Default
+	}
+	want["priority-class"] = "longhorn-critical"
+	if err := cluster.WaitSettings(ctx, &c, namespace, want, 2*time.Minute); err != nil {
+		t.Fatalf("Longhorn's default values: %v", err)
+	}
+	checkManagerPods(ctx, t, cs, "plain")
+	waitIMPods(ctx, t, cs, c.Nodes, func(p corev1.Pod) string {
+		if p.Spec.PriorityClassName != "longhorn-critical" {
+			return "priorityClassName " + p.Spec.PriorityClassName
+		}
+		return ""
+	})
+
+	// 2. helm upgrade with every defaultSettings key set.
+	file := writeEverySettingValues(t)
+	rel.ValuesFiles = append(rel.ValuesFiles, file)
+	if err := cluster.HelmInstall(ctx, &c, rel, logf); err != nil {
+		t.Fatal(err)
+	}
+	want = map[string]string{"registry-secret": "regcred"}
+	for _, k := range longhornSettingKeys {
+		want[k.Setting] = k.Want
+	}
+	if err := cluster.WaitSettings(ctx, &c, namespace, want, 2*time.Minute); err != nil {
+		t.Fatalf("every defaultSettings key: %v", err)
+	}
+	t.Logf("all %d settings reached their Setting objects", len(want))
+	checkManagerPods(ctx, t, cs, "json")
+	waitIMPods(ctx, t, cs, c.Nodes, func(p corev1.Pod) string {
+		var why []string
+		if !hasToleration(p, "dedicated", "storage") {
+			why = append(why, "no toleration dedicated=storage")
+		}
+		if p.Spec.NodeSelector["kubernetes.io/os"] != "linux" {
+			why = append(why, fmt.Sprintf("node selector %v", p.Spec.NodeSelector))
+		}
+		if len(p.Spec.ImagePullSecrets) == 0 || p.Spec.ImagePullSecrets[0].Name != "regcred" {
+			why = append(why, fmt.Sprintf("pull secrets %v", p.Spec.ImagePullSecrets))
+		}
+		if p.Spec.Containers[0].ImagePullPolicy != corev1.PullNever {
+			why = append(why, "pull policy "+string(p.Spec.Containers[0].ImagePullPolicy))
+		}
+		return strings.Join(why, ", ")
+	})
+}
+
+func hasToleration(p corev1.Pod, key, value string) bool {
+	for _, tl := range p.Spec.Tolerations {
+		if tl.Key == key && tl.Value == value {
+			return true
+		}
+	}
+	return false
+}
+
+// writeEverySettingValues writes the values file of step 2: every key of
+// longhornSettingKeys, the manager's log format json and a registry secret.
+func writeEverySettingValues(t *testing.T) string {
+	ds := map[string]any{}
+	for _, k := range longhornSettingKeys {
+		ds[k.Key] = k.Value
+	}
+	b, err := yaml.Marshal(map[string]any{
+		"defaultSettings": ds,
+		"longhornManager": map[string]any{"log": map[string]any{"format": "json"}},
+		"privateRegistry": map[string]any{"registrySecret": "regcred"},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "every-setting-values.yaml")
+	if err := os.WriteFile(path, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// checkManagerPods: the manager pods run (so the log format was accepted),
+// with the format and the longhorn-critical priority class.
+func checkManagerPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, format string) {
+	t.Helper()
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "app=longhorn-manager"})
+	if err != nil || len(pods.Items) == 0 {
+		t.Fatalf("manager pods: %v (%d)", err, len(pods.Items))
+	}
+	for _, p := range pods.Items {
+		if p.DeletionTimestamp != nil {
+			continue
+		}
+		env := map[string]string{}
+		for _, e := range p.Spec.Containers[0].Env {
+			env[e.Name] = e.Value
+		}
+		if p.Spec.PriorityClassName != "longhorn-critical" || env["LOG_FORMAT"] != format {
+			t.Errorf("manager pod %s: priority class %q, LOG_FORMAT %q; want longhorn-critical, %s", p.Name, p.Spec.PriorityClassName, env["LOG_FORMAT"], format)
+		}
+	}
+}
+
+// waitIMPods waits until there is one instance-manager pod per node and
+// check passes ("" = ok) for each of them.
+func waitIMPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, nodes int, check func(corev1.Pod) string) {
+	t.Helper()
+	deadline := time.Now().Add(3 * time.Minute)
+	for {
+		pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: "longhorn.io/component=instance-manager"})
+		var bad []string
+		if err != nil {
+			bad = append(bad, err.Error())
+		} else {
+			n := 0
+			for _, p := range pods.Items {
+				if p.DeletionTimestamp != nil {
+					continue
+				}
+				n++
+				if why := check(p); why != "" {
+					bad = append(bad, p.Name+": "+why)
+				}
+			}
+			if n != nodes {
+				bad = append(bad, fmt.Sprintf("%d instance-manager pods, want %d", n, nodes))
+			}
+		}
+		if len(bad) == 0 {
+			return
+		}
+		if time.Now().After(deadline) {
+			dumpPods(ctx, t, cs)
+			t.Fatalf("instance-manager pods: %s", strings.Join(bad, "; "))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+func dumpPods(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
+	pods, err := cs.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Logf("list pods: %v", err)
+		return
+	}
+	for _, p := range pods.Items {
+		t.Logf("pod %s on %s: %s %s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Message)
+	}
+}
