@@ -213,9 +213,9 @@ func TestVolumeProgressFields(t *testing.T) {
 		Status: longhorn.EngineStatus{
 			RebuildStatus: map[string]*longhorn.RebuildStatus{"tcp://10.0.0.2:10000": {IsRebuilding: true, Progress: 40,
 				State: "in_progress", FromReplicaAddress: "tcp://10.0.0.1:10000"}},
-			PurgeStatus:   map[string]*longhorn.PurgeStatus{"tcp://10.0.0.1:10000": {IsPurging: true, Progress: 10}},
-			RestoreStatus: map[string]*longhorn.RestoreStatus{"tcp://10.0.0.1:10000": {IsRestoring: false, LastRestored: "b1"}},
-			Snapshots: map[string]*longhorn.SnapshotInfo{"s1": {Name: "s1", Size: "4096"}, "volume-head": {Name: "volume-head", Size: "8192"}},
+			PurgeStatus:    map[string]*longhorn.PurgeStatus{"tcp://10.0.0.1:10000": {IsPurging: true, Progress: 10}},
+			RestoreStatus:  map[string]*longhorn.RestoreStatus{"tcp://10.0.0.1:10000": {IsRestoring: false, LastRestored: "b1"}},
+			Snapshots:      map[string]*longhorn.SnapshotInfo{"s1": {Name: "s1", Size: "4096"}, "volume-head": {Name: "volume-head", Size: "8192"}},
 			ReplicaModeMap: map[string]longhorn.ReplicaMode{"vol-r-1": "RW", "vol-r-2": "WO"}}}
 	rep := func(name string) *longhorn.Replica {
 		return &longhorn.Replica{ObjectMeta: objMeta(name), Spec: longhorn.ReplicaSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol"}}}

@@ -276,8 +276,9 @@ type DetachInput struct {
 }
 
 // detach removes the API's attachment ticket: the one named by
-// attachmentID, else the longhorn-api ticket of hostId, else every
-// longhorn-api ticket; forceDetach removes every ticket of any attacher.
+// attachmentID (see detachMatches), else the longhorn-api ticket of hostId,
+// else every longhorn-api ticket; forceDetach removes every ticket of any
+// attacher.
 func (s *Server) detach(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
 	var in DetachInput
 	if err := decodeBody(r, &in); err != nil {
@@ -298,13 +299,18 @@ func (s *Server) detach(ctx context.Context, r *http.Request, u urls, v *longhor
 	return s.volumeOK(ctx, u, v)
 }
 
+// detachMatches: attachmentID names a ticket by its id or by the id the
+// attach action made of it ("<attacherType>-<attachmentID>", for the
+// ticket's own attacher type), as Longhorn's CSI driver detaches with the
+// attachmentID it attached with.
 func detachMatches(in DetachInput, id string, t *longhorn.AttachmentTicket) bool {
 	api := string(longhorn.AttacherTypeLonghornAPI)
 	switch {
 	case in.ForceDetach:
 		return true
 	case in.AttachmentID != "":
-		return id == in.AttachmentID || id == ticketID(api, in.AttachmentID, "")
+		return id == in.AttachmentID || id == ticketID(api, in.AttachmentID, "") ||
+			(t != nil && id == ticketID(string(t.Type), in.AttachmentID, ""))
 	case in.HostID != "":
 		return id == ticketID(api, "", in.HostID)
 	}
