@@ -239,3 +239,26 @@ func TestVolumeProgressFields(t *testing.T) {
 		t.Errorf("replicas %+v", got.Replicas)
 	}
 }
+
+func TestBaseURLFromForwardedHeaders(t *testing.T) {
+	for _, c := range []struct {
+		host  string
+		hdr   map[string]string
+		wants string
+	}{
+		{"10.0.0.1:9500", nil, "http://10.0.0.1:9500"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Host": "ui.example.com", "X-Forwarded-Proto": "https"}, "https://ui.example.com"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Host": "ui.example.com:8443, proxy", "X-Forwarded-Proto": "https, http"}, "https://ui.example.com:8443"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Port": "443", "X-Forwarded-Proto": "https"}, "https://10.0.0.1"},
+		{"[fd00::1]:9500", map[string]string{"X-Forwarded-Port": "8080"}, "http://[fd00::1]:8080"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Host": "evil/path", "X-Forwarded-Proto": "gopher"}, "http://10.0.0.1:9500"},
+	} {
+		r := &http.Request{Host: c.host, Header: http.Header{}}
+		for k, v := range c.hdr {
+			r.Header.Set(k, v)
+		}
+		if got := baseURL(r); got != c.wants {
+			t.Errorf("baseURL(%s %v) = %s, want %s", c.host, c.hdr, got, c.wants)
+		}
+	}
+}
