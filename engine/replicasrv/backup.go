@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/longhorn-go/longhorn/engine/replica"
+	"github.com/longhorn-go/longhorn/engine/syncagent/backup"
 )
 
 // The methods below complete what the sync agent's backups and restores
@@ -43,3 +44,7 @@ func (r syncReplica) ReloadStore() error {
 	}
 	return st.Reload()
 }
+
+// BackupReplica returns the server as the backup manager's Replica (for
+// programs that run backups in-process, such as the backup benchmark).
+func (s *Server) BackupReplica() backup.Replica { return syncReplica{s} }
