@@ -18,9 +18,12 @@ import (
 // speak the wire format without our generated types.
 type rawCodec struct{}
 
-func (rawCodec) Marshal(v any) ([]byte, error)   { return *v.(*[]byte), nil }
-func (rawCodec) Unmarshal(b []byte, v any) error { *v.(*[]byte) = append([]byte(nil), b...); return nil }
-func (rawCodec) Name() string                    { return "proto" }
+func (rawCodec) Marshal(v any) ([]byte, error) { return *v.(*[]byte), nil }
+func (rawCodec) Unmarshal(b []byte, v any) error {
+	*v.(*[]byte) = append([]byte(nil), b...)
+	return nil
+}
+func (rawCodec) Name() string { return "proto" }
 
 // wireFields decodes one level of a protobuf message: number -> values
 // (bytes of length-delimited fields, varints as decimal strings).
