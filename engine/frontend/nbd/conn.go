@@ -96,9 +96,9 @@ func errnoFor(err error, write bool) uint32 {
 type reply struct {
 	handle uint64
 	errno  uint32
-	data   []byte  // READ payload, sent after the header
+	data   []byte // READ payload, sent after the header
 	buf    []byte // pooled buffer behind data, released after the write
-	cost   int64   // budget released after the write
+	cost   int64  // budget released after the write
 }
 
 // conn is one client connection in the transmission phase. One goroutine reads

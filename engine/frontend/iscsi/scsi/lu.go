@@ -16,8 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/longhorn-go/longhorn/engine/frontend"
 	"github.com/longhorn-go/longhorn/engine/bufpool"
+	"github.com/longhorn-go/longhorn/engine/frontend"
 )
 
 // BlockSize is the logical block size presented to initiators, in bytes.
