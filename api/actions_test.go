@@ -259,14 +259,20 @@ func TestNodes(t *testing.T) {
 	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &bad}, &apiErr); st != 422 || !strings.Contains(apiErr.Message, "qualified name") {
 		t.Errorf("bad tag = %d %+v", st, apiErr)
 	}
-	// Tags are Kubernetes qualified names, prefix/name included (Longhorn's util.ValidateTags).
+	eventually(t, "node update cached", func() bool {
+		nd, err := e.ds.GetNodeRO(t.Context(), "n1")
+		return err == nil && !nd.Spec.AllowScheduling
+	})
+	// Tags are Kubernetes qualified names, prefix/name included (Longhorn's
+	// util.ValidateTags). (The fake clientset has no resource versions: each
+	// read-modify-write waits for the cache to hold the previous write.)
 	qualified := []string{"example.com/fast", "zone_a.1"}
 	if st := e.do("PUT", "/v1/nodes/n1", NodeInput{Tags: &qualified}, &n); st != 200 || strings.Join(n.Tags, ",") != "example.com/fast,zone_a.1" {
 		t.Errorf("qualified-name tags = %d %+v", st, n.Tags)
 	}
-	eventually(t, "node update cached", func() bool {
+	eventually(t, "tags cached", func() bool {
 		nd, err := e.ds.GetNodeRO(t.Context(), "n1")
-		return err == nil && !nd.Spec.AllowScheduling
+		return err == nil && len(nd.Spec.Tags) == 2 && nd.Spec.Tags[0] == "example.com/fast"
 	})
 	// Removing a disk that still allows scheduling is refused with Longhorn's text.
 	disks := DiskUpdateInput{Disks: map[string]longhorn.DiskSpec{"d2": {Path: "/mnt/d2", AllowScheduling: true, StorageReserved: 1 << 20}}}

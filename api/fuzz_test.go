@@ -2,9 +2,13 @@ package api
 
 import (
 	"bytes"
+	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
+
+	kubefake "k8s.io/client-go/kubernetes/fake"
 
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -37,22 +41,35 @@ func FuzzParseStreamPeriod(f *testing.F) {
 	})
 }
 
+// fuzzTargets are every route that decodes a body: the writes of each
+// collection and every volume action.
+func fuzzTargets() []struct{ method, path string } {
+	targets := []struct{ method, path string }{
+		{"PUT", "/v1/settings/default-replica-count"}, {"PUT", "/v1/settings/storage-network"}, {"POST", "/v1/volumes"},
+		{"POST", "/v1/nodes/n1?action=diskUpdate"}, {"PUT", "/v1/nodes/n1"}, {"POST", "/v1/recurringjobs"},
+		{"PUT", "/v1/recurringjobs/job"}, {"POST", "/v1/engineimages"}, {"POST", "/v1/backuptargets"},
+	}
+	for _, name := range volumeActionNames() {
+		targets = append(targets, struct{ method, path string }{"POST", "/v1/volumes/vol?action=" + name})
+	}
+	return targets
+}
+
 // FuzzRequestBodies sends arbitrary bodies to every handler that decodes
-// one: the answer is JSON with a status below 500 (no panic, no server
-// error from bad input).
+// one: the answer is a gdapi JSON object with a 2xx or 4xx status, or 501
+// for a feature that does not exist (no panic, no server error from bad
+// input).
 func FuzzRequestBodies(f *testing.F) {
 	for _, s := range []string{`{}`, `{"value":"3"}`, `{"name":"v","size":"1Gi"}`, `{"hostId":"n1"}`, `{"names":["a"]}`,
-		`{"size":"2Gi"}`, `{"replicaCount":2}`, `{"disks":{"d":{"path":"/x"}}}`, `{"tags":["a"]}`, `[1,2]`, `nul`, "\x00\xff"} {
+		`{"size":"2Gi"}`, `{"replicaCount":2}`, `{"disks":{"d":{"path":"/x"}}}`, `{"tags":["a"]}`, `[1,2]`, `nul`, "\x00\xff",
+		`{"dataLocality":"best-effort"}`, `{"snapshotMaxCount":"x"}`, `{"snapshotMaxSize":"1Ti"}`, `{"name":"job","isGroup":true}`,
+		`{"pvName":"pv","fsType":"xfs"}`, `{"namespace":"NS"}`, `{"name":"job","task":"snapshot","cron":"* * * * *","retain":1}`,
+		`{"labels":{"a/b/c":"x"}}`, `{"frontend":"iscsi"}`, `{"accessMode":"rwx"}`} {
 		f.Add(s)
 	}
-	e := newFakeEnv(f, Options{Snapshots: &fakeSnapshots{snaps: map[string]*engineapi.Snapshot{}}},
+	e := newFakeEnv(f, Options{Snapshots: &fakeSnapshots{snaps: map[string]*engineapi.Snapshot{}}, Kube: kubefake.NewClientset()},
 		testNode("n1"), testVolume("vol", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy))
-	targets := []struct{ method, path string }{
-		{"PUT", "/v1/settings/default-replica-count"}, {"POST", "/v1/volumes"},
-		{"POST", "/v1/volumes/vol?action=attach"}, {"POST", "/v1/volumes/vol?action=detach"},
-		{"POST", "/v1/volumes/vol?action=expand"}, {"POST", "/v1/volumes/vol?action=updateReplicaCount"},
-		{"POST", "/v1/volumes/vol?action=snapshotCreate"}, {"POST", "/v1/nodes/n1?action=diskUpdate"}, {"PUT", "/v1/nodes/n1"},
-	}
+	targets := fuzzTargets()
 	client := &http.Client{Timeout: 10 * time.Second}
 	f.Fuzz(func(t *testing.T, body string) {
 		for _, tg := range targets {
@@ -64,10 +81,50 @@ func FuzzRequestBodies(f *testing.F) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			var out map[string]any
+			decErr := json.NewDecoder(resp.Body).Decode(&out)
 			resp.Body.Close()
-			if resp.StatusCode >= 500 {
-				t.Fatalf("%s %s with %q = %d", tg.method, tg.path, body, resp.StatusCode)
+			if (resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented) || decErr != nil {
+				t.Fatalf("%s %s with %q = %d (%v) %v", tg.method, tg.path, body, resp.StatusCode, decErr, out)
 			}
+			if resp.StatusCode >= 400 && (out["type"] != "error" || out["message"] == "") {
+				t.Fatalf("%s %s with %q = %d without a gdapi error: %v", tg.method, tg.path, body, resp.StatusCode, out)
+			}
+		}
+	})
+}
+
+// FuzzRoutes sends arbitrary methods, paths and queries: every answer is a
+// gdapi JSON object, never a plain-text 404 or a server error.
+func FuzzRoutes(f *testing.F) {
+	for _, s := range []string{"GET /v1/volumes", "GET /v1/volumes/", "GET /v1//volumes", "DELETE /v1/nodes/x", "GET /v1/ws/x/y/z",
+		"POST /v1/volumes/vol?action=", "GET /v1/schemas/%00", "GET /v1/settings/auto-salvage?a=%zz", "PUT /", "GET /v1/apiversions/v2",
+		"GET /v1/supportbundles/a/b/download", "OPTIONS /v1"} {
+		f.Add(s)
+	}
+	e := newFakeEnv(f, Options{}, testNode("n1"), testVolume("vol", longhorn.VolumeStateDetached, longhorn.VolumeRobustnessUnknown))
+	client := &http.Client{Timeout: 10 * time.Second, CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	f.Fuzz(func(t *testing.T, line string) {
+		method, target, ok := strings.Cut(line, " ")
+		if !ok || method == "" || strings.ContainsAny(method, " \t\r\n()<>@,;:\\\"/[]?={}") || !strings.HasPrefix(target, "/") ||
+			strings.HasPrefix(target, "/v1/ws/") {
+			return
+		}
+		req, err := http.NewRequest(method, e.srv.URL+target, nil)
+		if err != nil {
+			return
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil && method != "HEAD" && resp.StatusCode != http.StatusNoContent {
+			t.Fatalf("%s %s = %d, not JSON: %v", method, target, resp.StatusCode, err)
+		}
+		if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
+			t.Fatalf("%s %s = %d %v", method, target, resp.StatusCode, out)
 		}
 	})
 }

@@ -201,3 +201,64 @@ func TestEventsAndTags(t *testing.T) {
 		t.Errorf("disktags = %d %+v", st, tags)
 	}
 }
+
+// TestVolumeProgressFields: rebuild, purge and restore progress keyed by
+// replica address in the engine's status show with replica names, with the
+// backup block size and the controllers' actual size.
+func TestVolumeProgressFields(t *testing.T) {
+	v := testVolume("vol", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessDegraded)
+	eng := &longhorn.Engine{ObjectMeta: objMeta("vol-e-0"), Spec: longhorn.EngineSpec{
+		InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol", NodeID: "n1"}, Active: true,
+		ReplicaAddressMap: map[string]string{"vol-r-1": "10.0.0.1:10000", "vol-r-2": "10.0.0.2:10000"}},
+		Status: longhorn.EngineStatus{
+			RebuildStatus: map[string]*longhorn.RebuildStatus{"tcp://10.0.0.2:10000": {IsRebuilding: true, Progress: 40,
+				State: "in_progress", FromReplicaAddress: "tcp://10.0.0.1:10000"}},
+			PurgeStatus:    map[string]*longhorn.PurgeStatus{"tcp://10.0.0.1:10000": {IsPurging: true, Progress: 10}},
+			RestoreStatus:  map[string]*longhorn.RestoreStatus{"tcp://10.0.0.1:10000": {IsRestoring: false, LastRestored: "b1"}},
+			Snapshots:      map[string]*longhorn.SnapshotInfo{"s1": {Name: "s1", Size: "4096"}, "volume-head": {Name: "volume-head", Size: "8192"}},
+			ReplicaModeMap: map[string]longhorn.ReplicaMode{"vol-r-1": "RW", "vol-r-2": "WO"}}}
+	rep := func(name string) *longhorn.Replica {
+		return &longhorn.Replica{ObjectMeta: objMeta(name), Spec: longhorn.ReplicaSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol"}}}
+	}
+	e := newFakeEnv(t, Options{}, v, eng, rep("vol-r-1"), rep("vol-r-2"))
+	var got Volume
+	if st := e.do("GET", "/v1/volumes/vol", nil, &got); st != 200 {
+		t.Fatalf("GET = %d", st)
+	}
+	if len(got.RebuildStatus) != 1 || got.RebuildStatus[0].Replica != "vol-r-2" || got.RebuildStatus[0].FromReplica != "vol-r-1" ||
+		got.RebuildStatus[0].Progress != 40 || !got.RebuildStatus[0].IsRebuilding {
+		t.Errorf("rebuildStatus %+v", got.RebuildStatus)
+	}
+	if len(got.PurgeStatus) != 1 || got.PurgeStatus[0].Replica != "vol-r-1" || len(got.RestoreStatus) != 1 || got.RestoreStatus[0].LastRestored != "b1" {
+		t.Errorf("purge %+v restore %+v", got.PurgeStatus, got.RestoreStatus)
+	}
+	if got.BackupBlockSize != "2097152" || got.BackupStatus == nil || len(got.Controllers) != 1 || got.Controllers[0].ActualSize != "12288" {
+		t.Errorf("backupBlockSize %q backupStatus %v controllers %+v", got.BackupBlockSize, got.BackupStatus, got.Controllers)
+	}
+	if got.Replicas[1].Mode != "WO" {
+		t.Errorf("replicas %+v", got.Replicas)
+	}
+}
+
+func TestBaseURLFromForwardedHeaders(t *testing.T) {
+	for _, c := range []struct {
+		host  string
+		hdr   map[string]string
+		wants string
+	}{
+		{"10.0.0.1:9500", nil, "http://10.0.0.1:9500"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Host": "ui.example.com", "X-Forwarded-Proto": "https"}, "https://ui.example.com"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Host": "ui.example.com:8443, proxy", "X-Forwarded-Proto": "https, http"}, "https://ui.example.com:8443"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Port": "443", "X-Forwarded-Proto": "https"}, "https://10.0.0.1"},
+		{"[fd00::1]:9500", map[string]string{"X-Forwarded-Port": "8080"}, "http://[fd00::1]:8080"},
+		{"10.0.0.1:9500", map[string]string{"X-Forwarded-Host": "evil/path", "X-Forwarded-Proto": "gopher"}, "http://10.0.0.1:9500"},
+	} {
+		r := &http.Request{Host: c.host, Header: http.Header{}}
+		for k, v := range c.hdr {
+			r.Header.Set(k, v)
+		}
+		if got := baseURL(r); got != c.wants {
+			t.Errorf("baseURL(%s %v) = %s, want %s", c.host, c.hdr, got, c.wants)
+		}
+	}
+}

@@ -25,6 +25,7 @@ const ns = types.DefaultNamespace
 // apiEnv is an API server over a started datastore.
 type apiEnv struct {
 	t      testing.TB
+	server *Server
 	srv    *httptest.Server
 	ds     *datastore.DataStore
 	client versioned.Interface
@@ -50,9 +51,10 @@ func newEnv(t testing.TB, client versioned.Interface, opts Options) *apiEnv {
 		cancel()
 		t.Fatal(err)
 	}
-	srv := httptest.NewServer(NewRouter(ds, opts))
+	server := newServer(ds, opts)
+	srv := httptest.NewServer(server.handler)
 	t.Cleanup(func() { srv.Close(); cancel() })
-	return &apiEnv{t: t, srv: srv, ds: ds, client: client}
+	return &apiEnv{t: t, server: server, srv: srv, ds: ds, client: client}
 }
 
 // do sends a request and decodes the JSON answer into out (if non-nil).

@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -129,19 +131,35 @@ func decodeBody(r *http.Request, v any) error {
 }
 
 // baseURL returns "<scheme>://<host>" of the request, honouring
-// X-Forwarded-Proto and X-Forwarded-Host as Longhorn's API does behind the UI
-// proxy.
+// X-Forwarded-Proto, X-Forwarded-Host and X-Forwarded-Port (the first value
+// of each; ports 80 and 443 are left out) as Longhorn's API (go-rancher's
+// URL builder) does behind the UI's proxy.
 func baseURL(r *http.Request) string {
+	first := func(h string) string { v, _, _ := strings.Cut(r.Header.Get(h), ","); return strings.TrimSpace(v) }
 	scheme := "http"
 	if r.TLS != nil {
 		scheme = "https"
 	}
-	if p := r.Header.Get("X-Forwarded-Proto"); p == "http" || p == "https" {
+	if p := first("X-Forwarded-Proto"); p == "http" || p == "https" {
 		scheme = p
 	}
 	host := r.Host
-	if h := r.Header.Get("X-Forwarded-Host"); h != "" && !strings.ContainsAny(h, "/ \t") {
+	if h := first("X-Forwarded-Host"); h != "" && !strings.ContainsAny(h, "/ \t@?#") {
 		host = h
+	}
+	if p := first("X-Forwarded-Port"); p != "" {
+		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
+			if h, _, err := net.SplitHostPort(host); err == nil {
+				host = h
+			}
+			host = strings.Trim(host, "[]")
+			if strings.Contains(host, ":") {
+				host = "[" + host + "]"
+			}
+			if n != 80 && n != 443 {
+				host += ":" + p
+			}
+		}
 	}
 	return scheme + "://" + host
 }

@@ -3,7 +3,7 @@ package api
 import (
 	"context"
 	"net/http"
-	"strings"
+	"path"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -51,6 +51,10 @@ type Server struct {
 	opts    Options
 	mux     *http.ServeMux
 	streams map[string]*hub
+	handler http.Handler
+	// keepAlive and writeTimeout are the stream ping period and write
+	// deadline (keepAlivePeriod, writeDeadline; tests shorten them).
+	keepAlive, writeTimeout time.Duration
 }
 
 // NewRouter returns the /v1 API handler over ds (which must be started and
@@ -59,13 +63,18 @@ type Server struct {
 // resources, collections, or a gdapi error object (unknown paths 404,
 // known paths with another method 405).
 func NewRouter(ds *datastore.DataStore, opts Options) http.Handler {
+	return newServer(ds, opts).handler
+}
+
+func newServer(ds *datastore.DataStore, opts Options) *Server {
 	if opts.Log == nil {
 		opts.Log = logrus.StandardLogger()
 	}
-	s := &Server{ds: ds, opts: opts, mux: http.NewServeMux()}
+	s := &Server{ds: ds, opts: opts, mux: http.NewServeMux(), keepAlive: keepAlivePeriod, writeTimeout: writeDeadline}
 	s.streams = s.newHubs()
 	s.routes()
-	return s.gate(http.HandlerFunc(s.dispatch))
+	s.handler = s.gate(http.HandlerFunc(s.dispatch))
+	return s
 }
 
 // ready reports Options.Ready (true when unset).
@@ -94,18 +103,18 @@ func (s *Server) gate(next http.Handler) http.Handler {
 	})
 }
 
-// dispatch routes a request through the mux. A trailing slash is ignored
-// (Longhorn's router is strict-slash). A path no route has answers a gdapi
-// 404; a path whose routes take other methods a gdapi 405 with Allow.
+// dispatch routes a request through the mux. The path is cleaned first
+// (a trailing slash, "//" and "." segments are ignored: Longhorn's router
+// is strict-slash; the mux would redirect with an HTML body). A path no
+// route has answers a gdapi 404; a path whose routes take other methods a
+// gdapi 405 with Allow.
 func (s *Server) dispatch(w http.ResponseWriter, r *http.Request) {
-	if p := r.URL.Path; len(p) > 1 && strings.HasSuffix(p, "/") {
-		r2 := r.Clone(r.Context())
-		r2.URL.Path = strings.TrimRight(p, "/")
-		if r2.URL.Path == "" {
-			r2.URL.Path = "/"
+	if p := r.URL.Path; p != "" {
+		if clean := path.Clean("/" + p); clean != p {
+			r2 := r.Clone(r.Context())
+			r2.URL.Path, r2.URL.RawPath = clean, ""
+			r = r2
 		}
-		r2.URL.RawPath = ""
-		r = r2
 	}
 	if _, pattern := s.mux.Handler(r); pattern == "" {
 		s.noRoute(w, r)
@@ -154,7 +163,7 @@ func (s *Server) handle(h handlerFunc) http.HandlerFunc {
 		status, body, err := h(ctx, r, urls{base: baseURL(r), path: r.URL.Path})
 		if err != nil {
 			e := toAPIError(err)
-			if e.Status >= 500 {
+			if e.Status >= 500 && e.Status != http.StatusNotImplemented {
 				s.opts.Log.WithError(err).WithField("path", r.URL.Path).Warn("API request failed")
 			}
 			writeJSON(w, e.Status, e)

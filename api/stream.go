@@ -114,6 +114,13 @@ func (h *hub) subscribe() (chan struct{}, error) {
 	return ch, nil
 }
 
+// subscribers is the number of connected clients.
+func (h *hub) subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}
+
 func (h *hub) unsubscribe(ch chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
@@ -213,18 +220,19 @@ func (s *Server) runStream(conn *websocket.Conn, r *http.Request, u urls, h *hub
 		return
 	}
 	defer h.unsubscribe(changed)
-	st := streamState{conn: conn, hub: h, r: r, u: u}
-	st.loop(ctx, period, changed)
+	st := streamState{conn: conn, hub: h, r: r, u: u, writeTimeout: s.writeTimeout}
+	st.loop(ctx, period, s.keepAlive, changed)
 }
 
 // streamState is one client's stream: the last message sent and when.
 type streamState struct {
-	conn     *websocket.Conn
-	hub      *hub
-	r        *http.Request
-	u        urls
-	last     []byte
-	lastSent time.Time
+	conn         *websocket.Conn
+	hub          *hub
+	r            *http.Request
+	u            urls
+	writeTimeout time.Duration
+	last         []byte
+	lastSent     time.Time
 }
 
 // send writes the current collection unless it equals the last one sent.
@@ -238,11 +246,11 @@ func (st *streamState) send(ctx context.Context) bool {
 		return true
 	}
 	st.last, st.lastSent = msg, time.Now()
-	return writeFrame(st.conn, websocket.TextFrame, msg) == nil
+	return st.write(websocket.TextFrame, msg) == nil
 }
 
 // loop sends on change (rate-limited by period) and pings on idle.
-func (st *streamState) loop(ctx context.Context, period time.Duration, changed <-chan struct{}) {
+func (st *streamState) loop(ctx context.Context, period, keepAlivePeriod time.Duration, changed <-chan struct{}) {
 	if !st.send(ctx) {
 		return
 	}
@@ -269,18 +277,20 @@ func (st *streamState) loop(ctx context.Context, period time.Duration, changed <
 				return
 			}
 		case <-keepAlive.C:
-			if writeFrame(st.conn, websocket.PingFrame, nil) != nil {
+			if st.write(websocket.PingFrame, nil) != nil {
 				return
 			}
 		}
 	}
 }
 
-func writeFrame(conn *websocket.Conn, typ byte, msg []byte) error {
-	if err := conn.SetWriteDeadline(time.Now().Add(writeDeadline)); err != nil {
+// write sends one frame within the write deadline; a client that does not
+// read fails it, and its stream ends without holding up anyone else.
+func (st *streamState) write(typ byte, msg []byte) error {
+	if err := st.conn.SetWriteDeadline(time.Now().Add(st.writeTimeout)); err != nil {
 		return err
 	}
-	conn.PayloadType = typ
-	_, err := conn.Write(msg)
+	st.conn.PayloadType = typ
+	_, err := st.conn.Write(msg)
 	return err
 }

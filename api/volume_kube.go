@@ -197,11 +197,13 @@ func (s *Server) pvcCreate(ctx context.Context, r *http.Request, u urls, v *long
 	return s.volumeOK(ctx, u, v)
 }
 
-// releaseClaim refuses a PV that is bound or pending and clears the claim
-// reference of a Released one, so the new claim can bind.
+// releaseClaim refuses a PV that is claimed (bound, or reserved by a claim
+// reference) and clears the claim reference of a Released one, so the new
+// claim can bind. A new PV (Pending until the PV controller sees it) with
+// no claim reference is taken.
 func (s *Server) releaseClaim(ctx context.Context, pv *corev1.PersistentVolume) error {
 	switch pv.Status.Phase {
-	case corev1.VolumeAvailable, "":
+	case corev1.VolumeAvailable, corev1.VolumePending, "":
 		if pv.Spec.ClaimRef == nil {
 			return nil
 		}

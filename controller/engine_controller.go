@@ -26,10 +26,11 @@ type EngineController struct {
 
 	mu       sync.Mutex
 	rebuilds map[string]map[string]*rebuildRecord // engine -> replica -> record
+	cleanups map[string]bool                      // engines with system snapshots to clean up
 }
 
 func newEngineController(e *env) (runner, error) {
-	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}}
+	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}, cleanups: map[string]bool{}}
 	c.w = NewWorker("longhorn-engine", c.syncEngine)
 	c.monitors = newEngineMonitors(e.api, c.w.Enqueue)
 	if err := addHandler(e.ds.EngineInformer(), onChange(c.w.EnqueueObject)); err != nil {
@@ -136,6 +137,7 @@ func (c *EngineController) forget(name string) {
 	c.monitors.stop(name)
 	c.mu.Lock()
 	delete(c.rebuilds, name)
+	delete(c.cleanups, name)
 	c.mu.Unlock()
 }
 

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"google.golang.org/grpc/codes"
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/longhorn-go/longhorn/controller/lifecycle"
@@ -69,7 +70,55 @@ func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.En
 			return err
 		}
 	}
-	return nil
+	return c.cleanupAfterRebuild(ctx, e, client, obs)
+}
+
+// cleanupAfterRebuild removes the system snapshots a rebuild left behind
+// once no replica is rebuilding, when auto-cleanup-system-generated-snapshot
+// is on (Longhorn's default): without it each rebuild adds a snapshot, and
+// every replica grows by the data written between two rebuilds. A purge the
+// engine refuses (a rebuild started meanwhile) is tried again on a later
+// sync.
+func (c *EngineController) cleanupAfterRebuild(ctx context.Context, e *longhorn.Engine, client engineapi.EngineClient, obs *engineObservation) error {
+	if !c.takeCleanup(e.Name, false) {
+		return nil
+	}
+	for _, r := range obs.Replicas {
+		if r.Mode == engineapi.ReplicaModeWO {
+			c.takeCleanup(e.Name, true)
+			return nil
+		}
+	}
+	on, err := c.ds.GetSettingAsBool(ctx, types.SettingNameAutoCleanupSystemGeneratedSnapshot)
+	if err != nil || !on {
+		return err
+	}
+	names, err := engineapi.CleanupSystemSnapshots(ctx, client)
+	if len(names) > 0 {
+		c.recorder.Eventf(e, corev1.EventTypeNormal, "SystemSnapshotsCleanedUp",
+			"Removing %d system snapshot(s) of volume %s after rebuilding: %s", len(names), e.Spec.VolumeName, strings.Join(names, ", "))
+	}
+	if err != nil {
+		c.takeCleanup(e.Name, true)
+	}
+	if engineapi.Code(err) == codes.FailedPrecondition {
+		return nil
+	}
+	return err
+}
+
+// takeCleanup reads and clears the engine's pending cleanup (set=false), or
+// marks one pending (set=true); it reports whether one was pending.
+func (c *EngineController) takeCleanup(engine string, set bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	was := c.cleanups[engine]
+	if set {
+		c.cleanups[engine] = true
+	} else {
+		delete(c.cleanups, engine)
+	}
+	return was
 }
 
 func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, client engineapi.EngineClient,
@@ -108,6 +157,7 @@ func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, 
 			}
 		case lifecycle.ActionRebuildDone:
 			c.recorder.Eventf(e, corev1.EventTypeNormal, "Rebuilt", "Replica %s with address %s rebuilt", name, addr)
+			c.takeCleanup(e.Name, true)
 		}
 	}
 	if next == lifecycle.RebuildFailed {

@@ -163,11 +163,38 @@ func (w blockingWatcher) Recv() (*engineapi.Instance, error) {
 	return nil, w.ctx.Err()
 }
 
-// fakeEngine answers the engine monitor's calls; the rest are refused.
+// fakeEngine answers the engine monitor's calls and records the rebuild
+// and snapshot calls; the rest panic (nil EngineClient).
 type fakeEngine struct {
-	engineapi.EngineClient // nil: calls the test did not expect panic
-	vol                    *engineapi.Volume
-	replicas               []engineapi.Replica
+	engineapi.EngineClient
+	vol      *engineapi.Volume
+	replicas []engineapi.Replica
+	snaps    map[string]*engineapi.Snapshot
+	added    []string // ReplicaAdd addresses
+	removed  []string // SnapshotRemove names
+	purges   int
+	purgeErr error
+}
+
+func (e *fakeEngine) ReplicaAdd(_ context.Context, req engineapi.ReplicaAddRequest) error {
+	e.added = append(e.added, req.Address)
+	return nil
+}
+
+func (e *fakeEngine) SnapshotRemove(_ context.Context, names ...string) error {
+	e.removed = append(e.removed, names...)
+	for _, n := range names {
+		e.snaps[n].Removed = true
+	}
+	return nil
+}
+
+func (e *fakeEngine) SnapshotPurge(context.Context, bool) error {
+	if e.purgeErr != nil {
+		return e.purgeErr
+	}
+	e.purges++
+	return nil
 }
 
 func (e *fakeEngine) VolumeGet(context.Context) (*engineapi.Volume, error) { return e.vol, nil }
@@ -178,5 +205,8 @@ func (e *fakeEngine) ReplicaRebuildingStatus(context.Context) (map[string]*engin
 	return nil, nil
 }
 func (e *fakeEngine) SnapshotList(context.Context) (map[string]*engineapi.Snapshot, error) {
+	if e.snaps != nil {
+		return e.snaps, nil
+	}
 	return map[string]*engineapi.Snapshot{"volume-head": {Name: "volume-head"}}, nil
 }

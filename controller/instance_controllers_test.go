@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -350,5 +352,57 @@ func TestReconcileInstanceByInstanceManagerState(t *testing.T) {
 				t.Fatalf("err %v, state %s (want %s), %d creates (want %d)", err, r.Status.CurrentState, c.want, f.fakeIM().createCount(), c.creates)
 			}
 		})
+	}
+}
+
+// After a rebuild, with auto-cleanup-system-generated-snapshot on (the
+// default), the system snapshots are marked removed and purged, once no
+// replica is rebuilding; user snapshots stay. A purge the engine refuses
+// is tried again.
+func TestSystemSnapshotsCleanedUpAfterRebuild(t *testing.T) {
+	r2 := testReplica("r-2", longhorn.InstanceStateRunning)
+	r2.Status.CurrentState, r2.Status.StorageIP, r2.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10010
+	e := testEngine(map[string]string{"r-1": "10.0.0.1:10000", "r-2": "10.0.0.1:10010"})
+	e.Status.CurrentState, e.Status.IP, e.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10020
+	f := newFixture(t, append(readyNode("n1"), e, r2)...)
+	f.settle()
+	fe := f.api.setEngine("vol-e-0", &engineapi.Volume{Size: 1 << 30}, nil)
+	fe.snaps = map[string]*engineapi.Snapshot{
+		"volume-head": {Name: "volume-head"}, "user-1": {Name: "user-1", UserCreated: true},
+		"sys-a": {Name: "sys-a"}, "sys-b": {Name: "sys-b"},
+	}
+	ec := fixtureController[*EngineController](f)
+	rw := engineapi.Replica{Address: "tcp://10.0.0.1:10000", InstanceName: "r-1", Mode: engineapi.ReplicaModeRW}
+	step := func(r2mode engineapi.ReplicaMode) {
+		t.Helper()
+		obs := &engineObservation{Replicas: []engineapi.Replica{rw}}
+		if r2mode != "" {
+			obs.Replicas = append(obs.Replicas, engineapi.Replica{Address: "tcp://10.0.0.1:10010", InstanceName: "r-2", Mode: r2mode})
+		}
+		if err := ec.reconcileReplicas(f.ctx, f.engine("vol-e-0"), obs); err != nil {
+			t.Fatal(err)
+		}
+	}
+	step("") // r-2 missing: rebuild requested
+	if len(fe.added) != 1 || fe.added[0] != "tcp://10.0.0.1:10010" {
+		t.Fatalf("ReplicaAdd calls %v", fe.added)
+	}
+	step(engineapi.ReplicaModeWO)
+	if fe.purges != 0 || len(fe.removed) != 0 {
+		t.Fatal("cleanup while a replica is rebuilding")
+	}
+	fe.purgeErr = status.Error(codes.FailedPrecondition, "cannot purge snapshots while a replica is rebuilding")
+	step(engineapi.ReplicaModeRW) // rebuilt; the purge is refused
+	fe.purgeErr = nil
+	step(engineapi.ReplicaModeRW) // tried again
+	if fe.purges != 1 || !slices.Equal(fe.removed, []string{"sys-a", "sys-b"}) || fe.snaps["user-1"].Removed {
+		t.Fatalf("purges %d, removed %v, user snapshot removed %v", fe.purges, fe.removed, fe.snaps["user-1"].Removed)
+	}
+	step(engineapi.ReplicaModeRW)
+	if fe.purges != 1 {
+		t.Fatalf("%d purges without a new rebuild", fe.purges)
+	}
+	if ev := f.events(); !hasEvent(ev, "Normal SystemSnapshotsCleanedUp Removing 2 system snapshot(s) of volume vol after rebuilding: sys-a, sys-b") {
+		t.Errorf("no cleanup event in %q", ev)
 	}
 }

@@ -57,6 +57,12 @@ func TestReplacementReplicaNeverReusesAName(t *testing.T) {
 		if err := f.lh.LonghornV1beta2().Replicas(testNS).Delete(f.ctx, victim.Name, metav1.DeleteOptions{}); err != nil {
 			t.Fatal(err)
 		}
-		waitFor(t, func() bool { _, err := f.ds.GetReplicaRO(f.ctx, victim.Name); return err != nil })
+		// The informer updates its cache before it calls the handlers: wait
+		// for the delete handler too (a worker would be enqueued by it).
+		vc := fixtureController[*VolumeController](f)
+		waitFor(t, func() bool {
+			_, err := f.ds.GetReplicaRO(f.ctx, victim.Name)
+			return err != nil && len(vc.expect.pending("vol", map[string]*longhorn.Replica{}, f.now)) == 0
+		})
 	}
 }

@@ -234,8 +234,7 @@ func (s *controllerServer) ControllerUnpublishVolume(ctx context.Context, req *c
 	if node == "" {
 		return nil, status.Error(codes.InvalidArgument, "node_id is required")
 	}
-	// The API names a ticket "<attacherType>-<attachmentID>"; detach takes the ticket id.
-	in := map[string]any{"hostId": node, "attachmentID": "csi-attacher-" + attachmentID(vol, s.d.cfg.DriverName, node)}
+	in := map[string]any{"hostId": node, "attachmentID": attachmentID(vol, s.d.cfg.DriverName, node)}
 	err := s.d.client.VolumeAction(ctx, vol, "detach", in, nil)
 	if IsNotFound(err) {
 		return &csi.ControllerUnpublishVolumeResponse{}, nil

@@ -156,7 +156,9 @@ func (f *fakeMounter) Check(_ context.Context, fs, dev string) error {
 	f.checked = append(f.checked, fs+":"+dev)
 	return nil
 }
-func (f *fakeMounter) Resize(string, string) error { return nil }
+func (f *fakeMounter) NeedResize(string, string) (bool, error)           { return false, nil }
+func (f *fakeMounter) Resize(string, string) error                       { return nil }
+func (f *fakeMounter) GrowOffline(context.Context, string, string) error { return nil }
 
 // TestNeverFormatAfterAProbeError is Longhorn bug #14042: an I/O error or a
 // timeout while probing must never lead to mkfs over existing data.
@@ -190,5 +192,15 @@ func TestNeverFormatAfterAProbeError(t *testing.T) {
 func TestDiskFormatOfAMissingDeviceIsAnError(t *testing.T) {
 	if _, err := NewHostMounter().DiskFormat(context.Background(), "/nonexistent/device"); err == nil {
 		t.Fatal("a device that cannot be read was reported empty")
+	}
+}
+
+func TestParseDumpe2fs(t *testing.T) {
+	b, s, err := parseDumpe2fs("Filesystem volume name:   <none>\nBlock count:              131072\nBlock size:               1024\n")
+	if err != nil || b != 131072 || s != 1024 {
+		t.Fatalf("%d %d %v", b, s, err)
+	}
+	if _, _, err := parseDumpe2fs("nothing"); err == nil {
+		t.Fatal("no error without a block count")
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 	"time"
 
@@ -30,6 +31,13 @@ type Mounter interface {
 	Check(ctx context.Context, fsType, dev string) error
 	// Resize grows the file system on dev mounted at path to the device size.
 	Resize(dev, path string) error
+	// NeedResize reports whether the file system on dev (mounted at path)
+	// is smaller than the device.
+	NeedResize(dev, path string) (bool, error)
+	// GrowOffline grows an unmounted ext4 file system that is smaller than
+	// its device (a volume expanded while detached): online ext4 growth
+	// needs CAP_SYS_RESOURCE, offline growth does not. Other types: nothing.
+	GrowOffline(ctx context.Context, fsType, dev string) error
 }
 
 // probeTimeout bounds one read of a device before it is trusted as readable.
@@ -177,4 +185,86 @@ func deviceSize(path string) (int64, error) {
 	}
 	defer f.Close()
 	return f.Seek(0, 2)
+}
+
+// NeedResize: for ext4, the file system (dumpe2fs -h: block count times
+// block size) is smaller than the device by more than a block; xfs is left
+// to xfs_growfs, which finds out itself.
+func (m *hostMounter) NeedResize(dev, path string) (bool, error) {
+	out, err := exec.Command("dumpe2fs", "-h", dev).Output()
+	if err != nil {
+		return mount.NewResizeFs(m.exec).NeedResize(dev, path)
+	}
+	blocks, bsize, err := parseDumpe2fs(string(out))
+	if err != nil {
+		return false, err
+	}
+	size, err := deviceSize(dev)
+	if err != nil {
+		return false, err
+	}
+	return size > blocks*bsize+bsize, nil
+}
+
+// parseDumpe2fs reads "Block count:" and "Block size:" from dumpe2fs -h.
+func parseDumpe2fs(out string) (blocks, bsize int64, err error) {
+	for _, l := range strings.Split(out, "\n") {
+		k, v, ok := strings.Cut(l, ":")
+		if !ok {
+			continue
+		}
+		n, perr := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch strings.TrimSpace(k) {
+		case "Block count":
+			blocks, err = n, perr
+		case "Block size":
+			bsize, err = n, perr
+		}
+		if err != nil {
+			return 0, 0, fmt.Errorf("dumpe2fs: %q: %w", l, err)
+		}
+	}
+	if blocks <= 0 || bsize <= 0 {
+		return 0, 0, errors.New("dumpe2fs printed no block count and size")
+	}
+	return blocks, bsize, nil
+}
+
+func (m *hostMounter) GrowOffline(ctx context.Context, fsType, dev string) error {
+	if fsType != "ext4" {
+		return nil
+	}
+	need, err := m.NeedResize(dev, "")
+	if err != nil || !need {
+		return err
+	}
+	if out, err := exec.CommandContext(ctx, "e2fsck", "-f", "-p", dev).CombinedOutput(); err != nil {
+		var ee *exec.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() >= 4 {
+			return fmt.Errorf("e2fsck -f -p %s before growing: %w: %s", dev, err, strings.TrimSpace(string(out)))
+		}
+	}
+	if out, err := exec.CommandContext(ctx, "resize2fs", dev).CombinedOutput(); err != nil {
+		return fmt.Errorf("resize2fs %s: %w: %s", dev, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// capSysResource is bit 24 of the effective capabilities (linux/capability.h).
+const capSysResource = 24
+
+// HasCapSysResource reports whether this process may grow a mounted ext4
+// file system (the EXT4_IOC_RESIZE_FS ioctl wants CAP_SYS_RESOURCE).
+func HasCapSysResource() bool {
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return false
+	}
+	for _, l := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(l, "CapEff:"); ok {
+			caps, err := strconv.ParseUint(strings.TrimSpace(v), 16, 64)
+			return err == nil && caps&(1<<capSysResource) != 0
+		}
+	}
+	return false
 }

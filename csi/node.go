@@ -5,7 +5,9 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	csi "github.com/container-storage-interface/spec/lib/go/csi"
 	"golang.org/x/sys/unix"
@@ -87,8 +89,11 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	if _, _, err := checkCapabilities([]*csi.VolumeCapability{cap}, ""); err != nil {
 		return nil, err
 	}
-	dev, _, err := s.device(ctx, vol)
+	dev, v, err := s.device(ctx, vol)
 	if err != nil {
+		return nil, err
+	}
+	if err := waitDeviceSize(ctx, dev, v.Size); err != nil {
 		return nil, err
 	}
 	if cap.GetBlock() != nil {
@@ -116,6 +121,32 @@ func (s *nodeServer) NodeStageVolume(ctx context.Context, req *csi.NodeStageVolu
 	return &csi.NodeStageVolumeResponse{}, nil
 }
 
+// waitDeviceSize waits up to 30 s for dev to reach the volume's size: a
+// volume expanded while detached grows after its engine started, and a
+// file system made or checked before that would need a second, online,
+// growth.
+func waitDeviceSize(ctx context.Context, dev, volumeSize string) error {
+	want, err := strconv.ParseInt(volumeSize, 10, 64)
+	if err != nil {
+		return nil
+	}
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		got, err := deviceSize(dev)
+		if err == nil && got >= want {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return status.Errorf(codes.Unavailable, "device %s has %d bytes, the volume %d: its expansion has not finished", dev, got, want)
+		}
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
 // formatOrCheck formats dev only when DiskFormat reports it empty, else
 // checks it: a device that cannot be probed is never formatted.
 func (s *nodeServer) formatOrCheck(ctx context.Context, dev, fsType, mkfsParams string) error {
@@ -133,6 +164,9 @@ func (s *nodeServer) formatOrCheck(ctx context.Context, dev, fsType, mkfsParams 
 		return status.Errorf(codes.FailedPrecondition, "device %s holds %s, the volume asks for %s: not mounting it", dev, existing, fsType)
 	default:
 		if err := s.m.Check(ctx, fsType, dev); err != nil {
+			return status.Error(codes.Internal, err.Error())
+		}
+		if err := s.m.GrowOffline(ctx, fsType, dev); err != nil {
 			return status.Error(codes.Internal, err.Error())
 		}
 	}
@@ -308,6 +342,13 @@ func (s *nodeServer) NodeExpandVolume(ctx context.Context, req *csi.NodeExpandVo
 	}
 	if req.GetVolumeCapability().GetBlock() != nil {
 		return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
+	}
+	if need, err := s.m.NeedResize(dev, req.GetVolumePath()); err == nil && !need {
+		return &csi.NodeExpandVolumeResponse{CapacityBytes: size}, nil
+	}
+	if fs, _ := s.m.DiskFormat(ctx, dev); fs == "ext4" && !HasCapSysResource() {
+		return nil, status.Errorf(codes.FailedPrecondition, "growing the mounted ext4 file system on %s needs CAP_SYS_RESOURCE, "+
+			"which the plugin lacks; it grows when the volume is next staged", dev)
 	}
 	if err := s.m.Resize(dev, req.GetVolumePath()); err != nil {
 		return nil, status.Errorf(codes.Internal, "grow the file system on %s at %s: %v", dev, req.GetVolumePath(), err)

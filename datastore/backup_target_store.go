@@ -33,3 +33,13 @@ func (ds *DataStore) UpdateBackupTarget(ctx context.Context, obj *longhorn.Backu
 func (ds *DataStore) ListBackupTargetsRO(_ context.Context, selector labels.Selector) ([]*longhorn.BackupTarget, error) {
 	return ds.backupTargets.listRO(selector)
 }
+
+// GetBackupTarget returns a deep copy of the cached BackupTarget name; the caller may change it.
+func (ds *DataStore) GetBackupTarget(_ context.Context, name string) (*longhorn.BackupTarget, error) {
+	return ds.backupTargets.get(name)
+}
+
+// UpdateBackupTargetStatus writes obj's status.
+func (ds *DataStore) UpdateBackupTargetStatus(ctx context.Context, obj *longhorn.BackupTarget) (*longhorn.BackupTarget, error) {
+	return ds.backupTargets.updateStatus(ctx, obj)
+}

@@ -46,6 +46,8 @@ type DataStore struct {
 	volumeAttachments *store[volumeAttachmentT, *volumeAttachmentT]
 	recurringJobs     *store[recurringJobT, *recurringJobT]
 	snapshots         *store[snapshotT, *snapshotT]
+	backups           *store[backupT, *backupT]
+	backupVolumes     *store[backupVolumeT, *backupVolumeT]
 }
 
 // New builds a DataStore for the objects in namespace (usually
@@ -105,5 +107,6 @@ func (ds *DataStore) informers() []cache.SharedIndexInformer {
 		ds.volumes.informer, ds.engines.informer, ds.replicas.informer, ds.nodes.informer,
 		ds.instanceManagers.informer, ds.settings.informer, ds.engineImages.informer,
 		ds.volumeAttachments.informer, ds.backupTargets.informer, ds.recurringJobs.informer, ds.snapshots.informer,
+		ds.backups.informer, ds.backupVolumes.informer,
 	}
 }

@@ -15,6 +15,8 @@ type (
 	volumeAttachmentT = longhorn.VolumeAttachment
 	recurringJobT     = longhorn.RecurringJob
 	snapshotT         = longhorn.Snapshot
+	backupT           = longhorn.Backup
+	backupVolumeT     = longhorn.BackupVolume
 )
 
 // initStores creates one store per kind over the factory's informers.
@@ -33,4 +35,6 @@ func (ds *DataStore) initStores() {
 	ds.volumeAttachments = newStore[volumeAttachmentT](ns, longhorn.Resource("volumeattachments"), lh.VolumeAttachments().Informer(), c.VolumeAttachments(ns))
 	ds.recurringJobs = newStore[recurringJobT](ns, longhorn.Resource("recurringjobs"), lh.RecurringJobs().Informer(), c.RecurringJobs(ns))
 	ds.snapshots = newStore[snapshotT](ns, longhorn.Resource("snapshots"), lh.Snapshots().Informer(), c.Snapshots(ns))
+	ds.backups = newStore[backupT](ns, longhorn.Resource("backups"), lh.Backups().Informer(), c.Backups(ns))
+	ds.backupVolumes = newStore[backupVolumeT](ns, longhorn.Resource("backupvolumes"), lh.BackupVolumes().Informer(), c.BackupVolumes(ns))
 }

@@ -1,6 +1,7 @@
 package backupstore
 
 import (
+	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -191,11 +192,16 @@ func (d *s3Driver) Read(ctx context.Context, p string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, d.mapErr(p, err)
 	}
-	if _, err := obj.Stat(); err != nil {
-		obj.Close()
+	defer obj.Close()
+	// Read it whole here, so a missing object is an error of Read (minio-go
+	// sends the request on the first read; Stat before it costs a second
+	// round trip per block). Objects are blocks (<= 16 MiB) and .cfg files.
+	var buf bytes.Buffer
+	buf.Grow(DefaultBlockSize + 64<<10)
+	if _, err := buf.ReadFrom(obj); err != nil {
 		return nil, d.mapErr(p, err)
 	}
-	return obj, nil
+	return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
 }
 
 func (d *s3Driver) Write(ctx context.Context, p string, r io.Reader, size int64) error {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/engine/rpcmeta"
+	"github.com/longhorn-go/longhorn/engine/syncagent/backup"
 )
 
 // Replica is what the sync agent needs from the replica process it belongs to.
@@ -76,6 +77,7 @@ type Agent struct {
 	cancel  context.CancelFunc // of the running FilesSync
 	hashes  map[string]*hashTask
 	recvs   map[*Receiver]bool // running receivers, stopped by Close
+	bk      *backup.Manager    // nil when the replica cannot take backups
 	ctx     context.Context
 	stop    context.CancelFunc
 	wg      gosync.WaitGroup
@@ -91,7 +93,7 @@ func NewAgent(r Replica, cfg Config) *Agent {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	return &Agent{r: r, cfg: cfg, log: cfg.Log, ctx: ctx, stop: stop, hashes: map[string]*hashTask{},
-		recvs: map[*Receiver]bool{}}
+		recvs: map[*Receiver]bool{}, bk: newBackups(r, cfg)}
 }
 
 // Close cancels running transfers, purges and hashes, stops the receivers
@@ -103,6 +105,9 @@ func (a *Agent) Close() {
 		r.Close()
 	}
 	a.mu.Unlock()
+	if a.bk != nil {
+		a.bk.Close()
+	}
 	a.wg.Wait()
 }
 
@@ -239,6 +244,9 @@ func (a *Agent) SnapshotPurge(context.Context, *emptypb.Empty) (*emptypb.Empty, 
 	if a.rebuild.active {
 		return nil, status.Error(codes.FailedPrecondition, "cannot purge snapshots: the replica is rebuilding")
 	}
+	if a.backupsBusy() {
+		return nil, status.Error(codes.FailedPrecondition, "cannot purge snapshots: a backup or restore is running")
+	}
 	a.purge = opStatus{active: true, state: StateInProgress}
 	a.wg.Add(1)
 	go a.runPurge()
@@ -279,14 +287,6 @@ func (a *Agent) SnapshotPurgeStatus(context.Context, *emptypb.Empty) (*enginerpc
 	return &enginerpc.SnapshotPurgeStatusResponse{IsPurging: st.active, Error: st.err, Progress: st.progress, State: st.state}, nil
 }
 
-// RestoreStatus reports the replica's backup restore: none has run, as
-// this implementation has no backupstore yet (BackupRestore answers
-// Unimplemented). Longhorn's CLI asks every WO replica during a rebuild
-// (replica-rebuild-status), so this must answer.
-func (a *Agent) RestoreStatus(context.Context, *emptypb.Empty) (*enginerpc.RestoreStatusResponse, error) {
-	return &enginerpc.RestoreStatusResponse{}, nil
-}
-
 // Reset cancels a running files sync and clears the finished statuses.
 func (a *Agent) Reset(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	a.mu.Lock()
@@ -303,6 +303,9 @@ func (a *Agent) Reset(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 		a.clone = opStatus{}
 	}
 	a.mu.Unlock()
+	if a.bk != nil {
+		a.bk.ResetRestore()
+	}
 	return &emptypb.Empty{}, nil
 }
 

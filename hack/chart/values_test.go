@@ -101,7 +101,7 @@ func TestUnsupportedValuesFail(t *testing.T) {
 		"enablePSP":                            {"enablePSP": true},
 		"metrics.serviceMonitor.enabled":       {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}},
 		"global.cattle.windowsCluster.enabled": {"global": map[string]any{"cattle": map[string]any{"windowsCluster": map[string]any{"enabled": true}}}},
-		"csi.kubeletRootDir":                   {"csi": map[string]any{"kubeletRootDir": "/var/lib/kubelet"}},
+		"csi.podAntiAffinityPreset":            {"csi": map[string]any{"podAntiAffinityPreset": "hard"}},
 	} {
 		if got := renderErr(values); !strings.Contains(got, path) {
 			t.Errorf("%s: error %q, want one naming it", path, got)
@@ -177,7 +177,7 @@ func TestNotesListIgnoredValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornUI", "longhornDriver", "service.ui", "preUpgradeChecker"} {
+	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornDriver", "preUpgradeChecker"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes do not name %s:\n%s", want, notes)
 		}

@@ -23,6 +23,7 @@ import (
 
 	"github.com/urfave/cli/v2"
 	"k8s.io/klog/v2"
+	"sigs.k8s.io/yaml"
 
 	"github.com/longhorn-go/longhorn/testbed/cluster"
 	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
@@ -31,9 +32,9 @@ import (
 func main() {
 	app := &cli.App{
 		Name:  "lhcluster",
-		Usage: "local multi-node Kubernetes cluster for Longhorn (nodes are network namespaces, pods are processes)",
+		Usage: "local multi-node Kubernetes cluster for Longhorn (nodes are network + mount namespaces running kubelet and containerd)",
 		Commands: []*cli.Command{
-			upCommand(), downCommand(), statusCommand(), nodeAgentCommand(), podExecCommand(), infoServerCommand(),
+			upCommand(), downCommand(), statusCommand(), imageCommand(), nodeAgentCommand(), podExecCommand(), infoServerCommand(),
 		},
 	}
 	if err := app.Run(os.Args); err != nil {
@@ -51,6 +52,8 @@ func commonFlags() []cli.Flag {
 		&cli.IntFlag{Name: "nodes", Value: d.Nodes, Usage: "number of nodes"},
 		&cli.StringFlag{Name: "subnet", Value: d.Subnet.String(), Usage: "node subnet; the bridge takes its last address"},
 		&cli.StringFlag{Name: "service-cidr", Value: d.ServiceCIDR.String(), Usage: "service range (made unreachable)"},
+		&cli.StringFlag{Name: "pod-cidr", Value: d.PodCIDR.String(), Usage: "pod range of real nodes: node i gets its i-th /24"},
+		&cli.StringFlag{Name: "node-mode", Value: string(d.NodeMode), Usage: "containerd (real kubelet + containerd nodes) or agent (pods as processes, faster)"},
 	}
 }
 
@@ -64,6 +67,10 @@ func configFrom(c *cli.Context) (cluster.Config, error) {
 	if cfg.ServiceCIDR, err = netip.ParsePrefix(c.String("service-cidr")); err != nil {
 		return cfg, fmt.Errorf("--service-cidr: %w", err)
 	}
+	if cfg.PodCIDR, err = netip.ParsePrefix(c.String("pod-cidr")); err != nil {
+		return cfg, fmt.Errorf("--pod-cidr: %w", err)
+	}
+	cfg.NodeMode = cluster.NodeMode(c.String("node-mode"))
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
 		return cfg, err
 	}
@@ -80,8 +87,13 @@ func upCommand() *cli.Command {
 		Usage: "start (or complete) the cluster, apply the manifest if it exists, print the status",
 		Flags: append(commonFlags(),
 			&cli.StringFlag{Name: "assets", Required: true, Usage: "directory with etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl (make testbin)"},
-			&cli.StringSliceFlag{Name: "image", Usage: "PATTERN=BINARY image mapping, e.g. 'longhornio/longhorn:*=/abs/bin/longhorn'"},
-			&cli.StringFlag{Name: "manifest", Usage: "manifest to apply when the file exists (deploy/longhorn.yaml); waits for its DaemonSets"},
+			&cli.StringSliceFlag{Name: "image", Usage: "agent mode: PATTERN=BINARY image mapping, e.g. 'longhornio/longhorn:*=/abs/bin/longhorn'"},
+			&cli.StringSliceFlag{Name: "image-archive", Usage: "real nodes: OCI image archive to import into every node's containerd (repeatable; missing files are skipped with a message)"},
+			&cli.StringFlag{Name: "pause-binary", Usage: "real nodes: static binary of the pause image (bin/lhpause)"},
+			&cli.StringFlag{Name: "manifest", Usage: "manifest to apply with kubectl when the file exists (deploy/longhorn.yaml); waits for its DaemonSets. Overrides --helm"},
+			&cli.StringFlag{Name: "helm", Usage: "helm binary: install --chart with --values (helm upgrade --install) and check the values' defaultSettings reach the Setting objects"},
+			&cli.StringFlag{Name: "chart", Value: "chart", Usage: "chart directory for --helm"},
+			&cli.StringFlag{Name: "values", Usage: "values file for --helm"},
 			&cli.DurationFlag{Name: "manifest-timeout", Value: 5 * time.Minute},
 		),
 		Action: func(c *cli.Context) error {
@@ -94,6 +106,20 @@ func upCommand() *cli.Command {
 			}
 			if cfg.AgentBinary, err = os.Executable(); err != nil {
 				return err
+			}
+			if cfg.PauseBinary, err = filepath.Abs(c.String("pause-binary")); err != nil {
+				return err
+			}
+			for _, a := range c.StringSlice("image-archive") {
+				if _, err := os.Stat(a); err != nil {
+					printf("image archive %s: %v: not imported", a, err)
+					continue
+				}
+				abs, err := filepath.Abs(a)
+				if err != nil {
+					return err
+				}
+				cfg.ImageArchives = append(cfg.ImageArchives, abs)
 			}
 			cfg.Images = map[string]string{}
 			for _, m := range c.StringSlice("image") {
@@ -116,6 +142,10 @@ func upCommand() *cli.Command {
 				if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
 					printf("%s does not exist yet: not applied", m)
 				} else if err := cluster.ApplyManifest(ctx, &st.Config, m, c.Duration("manifest-timeout"), printf); err != nil {
+					return err
+				}
+			} else if h := c.String("helm"); h != "" {
+				if err := helmInstall(ctx, &st.Config, h, c.String("chart"), c.String("values"), c.Duration("manifest-timeout")); err != nil {
 					return err
 				}
 			}
@@ -240,4 +270,103 @@ func infoServerCommand() *cli.Command {
 			return (&http.Server{Addr: c.String("listen"), Handler: mux, ReadHeaderTimeout: 10 * time.Second}).ListenAndServe()
 		},
 	}
+}
+
+// imageCommand writes a one-layer OCI image archive from host files: the
+// test bed's small images (a static binary and the directories it needs)
+// when the product image of `make image` is not wanted.
+func imageCommand() *cli.Command {
+	return &cli.Command{
+		Name:  "image",
+		Usage: "write an OCI image archive holding host files (FILE=PATH-IN-IMAGE...)",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "ref", Required: true, Usage: "image reference, e.g. longhornio/longhorn:v0.1.0-dev"},
+			&cli.StringFlag{Name: "out", Required: true, Usage: "archive to write"},
+			&cli.StringSliceFlag{Name: "dir", Usage: "empty directory in the image (repeatable)"},
+			&cli.StringSliceFlag{Name: "env", Usage: "image config environment KEY=VALUE (repeatable)"},
+		},
+		ArgsUsage: "HOSTFILE=/PATH/IN/IMAGE...",
+		Action: func(c *cli.Context) error {
+			spec := cluster.ImageSpec{Ref: c.String("ref"), Env: c.StringSlice("env")}
+			for _, d := range c.StringSlice("dir") {
+				spec.Files = append(spec.Files, cluster.ImageFile{Path: d, Dir: true})
+			}
+			for _, a := range c.Args().Slice() {
+				src, dst, ok := strings.Cut(a, "=")
+				if !ok {
+					return fmt.Errorf("%q: want HOSTFILE=/PATH/IN/IMAGE", a)
+				}
+				st, err := os.Stat(src)
+				if err != nil {
+					return err
+				}
+				spec.Files = append(spec.Files, cluster.ImageFile{Path: dst, Source: src, Mode: st.Mode().Perm()})
+			}
+			if err := cluster.WriteOCIArchive(c.String("out"), spec); err != nil {
+				return err
+			}
+			printf("wrote %s (%s)", c.String("out"), cluster.NormalizeRef(spec.Ref))
+			return nil
+		},
+	}
+}
+
+// helmInstall installs the chart with the real helm CLI and waits until
+// every defaultSettings key of the values file has reached its Setting
+// (Longhorn's camelCase key -> kebab-case setting name).
+func helmInstall(ctx context.Context, c *cluster.Config, helm, chart, values string, timeout time.Duration) error {
+	abs, err := filepath.Abs(chart)
+	if err != nil {
+		return err
+	}
+	r := cluster.HelmRelease{Helm: helm, Chart: abs, Timeout: timeout}
+	want := map[string]string{}
+	if values != "" {
+		r.ValuesFiles = []string{values}
+		b, err := os.ReadFile(values)
+		if err != nil {
+			return err
+		}
+		var v struct {
+			DefaultSettings map[string]any `json:"defaultSettings"`
+		}
+		if err := yaml.Unmarshal(b, &v); err != nil {
+			return fmt.Errorf("%s: %w", values, err)
+		}
+		for k, val := range v.DefaultSettings {
+			if val != nil {
+				want[kebab(k)] = fmt.Sprint(val)
+			}
+		}
+	}
+	if err := cluster.HelmInstall(ctx, c, r, printf); err != nil {
+		return err
+	}
+	if err := cluster.WaitSettings(ctx, c, "longhorn-system", want, 2*time.Minute); err != nil {
+		return err
+	}
+	printf("helm: %d defaultSettings of %s reached their Setting objects (kubectl -n longhorn-system get settings)", len(want), values)
+	return cluster.WaitDaemonSets(ctx, c, timeout, printf)
+}
+
+// kebab turns Longhorn's defaultSettings key (replicaReplenishmentWaitInterval)
+// into the setting name (replica-replenishment-wait-interval); a run of
+// capitals is one word (guaranteedInstanceManagerCPU -> ...-cpu).
+func kebab(k string) string {
+	var b strings.Builder
+	for i, r := range k {
+		upper := r >= 'A' && r <= 'Z'
+		if upper && i > 0 {
+			prevUpper := k[i-1] >= 'A' && k[i-1] <= 'Z'
+			nextLower := i+1 < len(k) && k[i+1] >= 'a' && k[i+1] <= 'z'
+			if !prevUpper || nextLower {
+				b.WriteByte('-')
+			}
+		}
+		if upper {
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }

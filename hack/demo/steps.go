@@ -218,7 +218,7 @@ func (d *demo) attach(ctx context.Context, vol string, fe longhorn.VolumeFronten
 }
 
 func (d *demo) endpointLine(ep framework.Endpoint) string {
-	return fmt.Sprintf("%s attached on %s, healthy; engine %s endpoint %s", ep.Volume, ep.Node, ep.Engine, ep.URI)
+	return fmt.Sprintf("%s attached on %s, healthy; engine %s endpoint %s", ep.Volume, ep.Node, ep.Engine, ep.Status)
 }
 
 // volumeData is a demo volume's endpoint and the data set written to it.

@@ -37,6 +37,9 @@ import (
 // Options of one build.
 type Options struct {
 	Binary   string // the longhorn binary to put in the image
+	// ExtraBins are more executables put beside it in /usr/local/bin (the
+	// CSI sidecars: make image passes $(IMAGE_EXTRA_BINS), hack/make/csi.mk).
+	ExtraBins []string
 	Packages string // package list file
 	Ref      string // image reference, e.g. longhornio/longhorn:v0.1.0
 	Out      string // OCI archive to write
@@ -51,6 +54,10 @@ func main() {
 	var o Options
 	home, _ := os.UserHomeDir()
 	flag.StringVar(&o.Binary, "binary", "bin/images/longhorn", "longhorn binary to add")
+	flag.Func("extra-bin", "another executable for /usr/local/bin (repeatable)", func(v string) error {
+		o.ExtraBins = append(o.ExtraBins, v)
+		return nil
+	})
 	flag.StringVar(&o.Packages, "packages", "package/node-packages.txt", "Debian packages of the base layer, one per line")
 	flag.StringVar(&o.Ref, "ref", "longhornio/longhorn:latest", "image reference")
 	flag.StringVar(&o.Out, "out", "bin/images/longhorn.oci.tar", "OCI archive to write")
@@ -100,11 +107,16 @@ func Build(ctx context.Context, o Options, logf func(string, ...any)) error {
 	t := time.Now()
 	binLayerPath := o.Out + ".binary-layer.tar.gz"
 	defer os.Remove(binLayerPath)
-	binLayer, err := binaryLayer(binLayerPath, o.Binary)
+	for _, e := range o.ExtraBins {
+		if err := checkGlibc(e, baseLayer.info.Glibc); err != nil {
+			return err
+		}
+	}
+	binLayer, err := binaryLayer(binLayerPath, o.Binary, o.ExtraBins...)
 	if err != nil {
 		return err
 	}
-	logf("binary layer: %s, %d MiB compressed (%.1fs)", o.Binary, binLayer.info.Size>>20, time.Since(t).Seconds())
+	logf("binary layer: %s (+%d more), %d MiB compressed (%.1fs)", o.Binary, len(o.ExtraBins), binLayer.info.Size>>20, time.Since(t).Seconds())
 	version := o.Version
 	if version == "" {
 		version = tag

@@ -56,25 +56,23 @@ func imageConfig(created time.Time, labels map[string]string) *v1.ConfigFile {
 
 // binaryLayer writes a one-file layer holding bin as /usr/local/bin/longhorn
 // (root-owned, 0755) to path.
-func binaryLayer(path, bin string) (*fileLayer, error) {
-	fi, err := os.Stat(bin)
-	if err != nil {
-		return nil, err
+func binaryLayer(path, bin string, extra ...string) (*fileLayer, error) {
+	files := map[string]string{binaryPath: bin}
+	names := []string{binaryPath}
+	for _, e := range extra {
+		name := "usr/local/bin/" + filepath.Base(e)
+		if _, dup := files[name]; dup {
+			return nil, fmt.Errorf("-extra-bin %s: a second /%s", e, name)
+		}
+		files[name] = e
+		names = append(names, name)
 	}
 	info, err := writeLayerFile(path, gzip.BestSpeed, func(w io.Writer) error {
 		tw := tar.NewWriter(w)
-		hdr := &tar.Header{Typeflag: tar.TypeReg, Name: binaryPath, Mode: 0o755, Size: fi.Size(),
-			ModTime: fi.ModTime().Truncate(time.Second), Format: tar.FormatPAX}
-		if err := tw.WriteHeader(hdr); err != nil {
-			return err
-		}
-		f, err := os.Open(bin)
-		if err != nil {
-			return err
-		}
-		defer f.Close()
-		if n, err := io.Copy(tw, f); err != nil || n != fi.Size() {
-			return fmt.Errorf("copy %s: %d of %d bytes: %v", bin, n, fi.Size(), err)
+		for _, name := range names {
+			if err := tarExecutable(tw, name, files[name]); err != nil {
+				return err
+			}
 		}
 		return tw.Close()
 	})
@@ -82,6 +80,28 @@ func binaryLayer(path, bin string) (*fileLayer, error) {
 		return nil, err
 	}
 	return &fileLayer{path: path, info: info}, nil
+}
+
+// tarExecutable writes the file at src as the executable name (mode 0755).
+func tarExecutable(tw *tar.Writer, name, src string) error {
+	fi, err := os.Stat(src)
+	if err != nil {
+		return err
+	}
+	hdr := &tar.Header{Typeflag: tar.TypeReg, Name: name, Mode: 0o755, Size: fi.Size(),
+		ModTime: fi.ModTime().Truncate(time.Second), Format: tar.FormatPAX}
+	if err := tw.WriteHeader(hdr); err != nil {
+		return err
+	}
+	f, err := os.Open(src)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	if n, err := io.Copy(tw, f); err != nil || n != fi.Size() {
+		return fmt.Errorf("copy %s: %d of %d bytes: %v", src, n, fi.Size(), err)
+	}
+	return nil
 }
 
 // assemble builds the OCI image: base layer, then the binary layer, with

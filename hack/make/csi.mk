@@ -6,3 +6,10 @@ CSI_SIDECARS_DIR := $(shell hack/csi-sidecars/build.sh --dir "$(CACHE_DIR)")
 .PHONY: csi-sidecars
 csi-sidecars: ## build or reuse csi-provisioner/attacher/resizer/snapshotter and snapshot-controller in $(CACHE_DIR)
 	@hack/csi-sidecars/build.sh "$(CACHE_DIR)"
+
+# The sidecars the chart deploys go into the product image beside longhorn
+# (hack/image -extra-bin). csi-snapshotter and snapshot-controller join them
+# when the driver serves snapshots.
+CSI_IMAGE_SIDECARS := csi-provisioner csi-attacher csi-resizer
+IMAGE_EXTRA_BINS += $(addprefix $(CSI_SIDECARS_DIR)/,$(CSI_IMAGE_SIDECARS))
+image: csi-sidecars

@@ -49,7 +49,8 @@ image-binary:
 
 image: image-binary ## build $(LONGHORN_IMAGE):<tag> into bin/images/longhorn.oci.tar (debootstrap base cached in CACHE_DIR; root)
 	cd hack/image && go run -mod=mod . -binary $(BIN)/images/longhorn -packages $(CURDIR)/package/node-packages.txt \
-		-ref $(IMAGE_REF) -out $(IMAGE_ARCHIVE) -cache $(CACHE_DIR) -mirror $(DEBIAN_MIRROR) -revision $(GIT_COMMIT)
+		-ref $(IMAGE_REF) -out $(IMAGE_ARCHIVE) -cache $(CACHE_DIR) -mirror $(DEBIAN_MIRROR) -revision $(GIT_COMMIT) \
+		$(foreach b,$(IMAGE_EXTRA_BINS),-extra-bin $(b))
 
 image-docker: ## docker build longhornio/longhorn:<tag> from package/Dockerfile (needs a Docker engine)
 	docker build -f package/Dockerfile \

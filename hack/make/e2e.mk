@@ -14,13 +14,16 @@ E2E_TIMEOUT ?= 25m
 E2E_KEEP    ?=
 E2E_NAME    := lhe2e
 E2E_STATE   := $(CACHE_DIR)/cluster-$(E2E_NAME)
-E2E_CLUSTER := --name $(E2E_NAME) --state-dir $(E2E_STATE) --nodes 3 --subnet 10.99.16.0/24 --service-cidr 10.99.17.0/24
+E2E_NODE_MODE ?= containerd
+E2E_CLUSTER := --name $(E2E_NAME) --state-dir $(E2E_STATE) --nodes 3 --subnet 10.99.16.0/24 --service-cidr 10.99.17.0/24 \
+               --pod-cidr 10.101.0.0/16 --node-mode $(E2E_NODE_MODE)
 
 TEST_STEPS += e2e
 
 .PHONY: e2e e2e-down
-e2e: build lhcluster testbin ## end-to-end scenarios against a local 3-node cluster it starts and removes (root)
+e2e: packages build lhcluster lhpause testbin $(CLUSTER_IMAGE_DEPS) ## end-to-end scenarios against a local 3-node cluster (real nodes) it starts and removes (root)
 	@rc=0; $(TEST_ENV) LONGHORN_E2E=1 LONGHORN_BINARY=$(BIN)/longhorn LHCLUSTER_BINARY=$(BIN)/lhcluster \
+	  LHPAUSE_BINARY=$(BIN)/lhpause LONGHORN_IMAGE_ARCHIVE=$(abspath $(CLUSTER_IMAGE)) LONGHORN_E2E_NODE_MODE=$(E2E_NODE_MODE) \
 	  LONGHORN_E2E_STATE_DIR=$(E2E_STATE) LONGHORN_E2E_KEEP=$(E2E_KEEP) nice -n 10 go test -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v \
 	  $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/... || rc=$$?; \
 	if [ "$(E2E_KEEP)" != 1 ] && [ -e $(E2E_STATE)/state.json ]; then echo "== e2e: cluster $(E2E_NAME) left behind; removing it"; \

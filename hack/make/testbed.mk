@@ -15,3 +15,12 @@ testbin: ## build or reuse etcd, kube-apiserver, KCM, scheduler, kubectl in $(CA
 
 testbin-env: ## print the export line for running integration tests by hand (after make testbin)
 	@echo "export KUBEBUILDER_ASSETS=$(TESTBIN_ASSETS)"
+
+# Debian packages of .ci/packages (containerd, runc, CNI plugins, iptables,
+# conntrack, the I/O clients, ...): installed when missing (as root), else
+# one line naming them and the command that installs them.
+.PHONY: packages
+packages: ## install the Debian packages the test bed needs (.ci/packages), as root
+	@hack/cluster/packages.sh .ci/packages
+
+TEST_DEPS += packages

@@ -7,13 +7,16 @@
 #
 # Versions come from this directory's go.mod files, so bumping a version there
 # changes the cache key and rebuilds:
-#   CACHE_DIR/k8s-<version>/{kube-apiserver,kubectl,kube-controller-manager,kube-scheduler}
+#   CACHE_DIR/k8s-<version>/{kube-apiserver,kubectl,kube-controller-manager,kube-scheduler,kubelet,kube-proxy}
 #   CACHE_DIR/etcd-<version>/etcd
-#   CACHE_DIR/assets-k8s-<version>-etcd-<version>/  symlinks to all five
+#   CACHE_DIR/crictl-<version>/crictl   (cri-tools: the CRI client for the nodes)
+#   CACHE_DIR/assets-k8s-<version>-etcd-<version>/  symlinks to all eight
 # A binary present in its key directory counts as built (binaries are moved
 # there only after a successful build). Build order: kube-apiserver + kubectl,
-# etcd, then kube-controller-manager + kube-scheduler (they share most
-# compiled packages with the first group through the Go build cache).
+# etcd, then kube-controller-manager + kube-scheduler + kubelet + kube-proxy
+# in one `go build` (they share most compiled packages with the first group
+# through the Go build cache). kubelet and kube-proxy run the local
+# cluster's real nodes (testbed/cluster).
 set -euo pipefail
 
 main() {
@@ -23,7 +26,8 @@ main() {
 	cache=${1:?usage: build.sh [--assets-dir] CACHE_DIR}
 	k8s_ver=$(modver "$here/go.mod" k8s.io/kubernetes)
 	etcd_ver=$(modver "$here/etcd/go.mod" go.etcd.io/etcd/server/v3)
-	[[ -n $k8s_ver && -n $etcd_ver ]] || { echo "testbin: cannot read versions from go.mod files" >&2; exit 1; }
+	crictl_ver=$(modver "$here/crictl/go.mod" sigs.k8s.io/cri-tools)
+	[[ -n $k8s_ver && -n $etcd_ver && -n $crictl_ver ]] || { echo "testbin: cannot read versions from go.mod files" >&2; exit 1; }
 	local assets="$cache/assets-k8s-$k8s_ver-etcd-$etcd_ver"
 	if (( only_print )); then echo "$assets"; exit 0; fi
 	mkdir -p "$cache"
@@ -41,14 +45,16 @@ main() {
 		ldf+=" -X $p.gitVersion=$k8s_ver -X $p.gitMajor=1 -X $p.gitMinor=$minor"
 	done
 	ldf+=" -X k8s.io/component-base/version.gitTreeState=clean -s -w"
-	local k8s_dir="$cache/k8s-$k8s_ver" etcd_dir="$cache/etcd-$etcd_ver"
+	local k8s_dir="$cache/k8s-$k8s_ver" etcd_dir="$cache/etcd-$etcd_ver" crictl_dir="$cache/crictl-$crictl_ver"
 	build_group "kubernetes $k8s_ver" "$here" "$ldf" "$k8s_dir" kube-apiserver kubectl
 	build_group "etcd $etcd_ver" "$here/etcd" "-s -w" "$etcd_dir" etcd
-	build_group "kubernetes $k8s_ver" "$here" "$ldf" "$k8s_dir" kube-controller-manager kube-scheduler
+	build_group "kubernetes $k8s_ver" "$here" "$ldf" "$k8s_dir" kube-controller-manager kube-scheduler kubelet kube-proxy
+	build_group "cri-tools $crictl_ver" "$here/crictl" "-s -w -X sigs.k8s.io/cri-tools/pkg/version.Version=$crictl_ver" "$crictl_dir" crictl
 
 	mkdir -p "$assets"
 	ln -sfn "$etcd_dir/etcd" "$assets/etcd"
-	for b in kube-apiserver kubectl kube-controller-manager kube-scheduler; do ln -sfn "$k8s_dir/$b" "$assets/$b"; done
+	ln -sfn "$crictl_dir/crictl" "$assets/crictl"
+	for b in kube-apiserver kubectl kube-controller-manager kube-scheduler kubelet kube-proxy; do ln -sfn "$k8s_dir/$b" "$assets/$b"; done
 	log "ready: $("$assets/kube-apiserver" --version), etcd $("$assets/etcd" --version | awk '/etcd Version/ {print $3}')"
 	echo "assets: $assets"
 }
@@ -67,7 +73,11 @@ build_group() {
 	for b in "$@"; do
 		if [[ -x $dest/$b ]]; then continue; fi
 		missing+=("$b")
-		if [[ $b == etcd ]]; then pkgs+=(.); else pkgs+=("./cmd/$b"); fi
+		case $b in
+		etcd) pkgs+=(.) ;;
+		crictl) pkgs+=(sigs.k8s.io/cri-tools/cmd/crictl) ;;
+		*) pkgs+=("./cmd/$b") ;;
+		esac
 	done
 	if (( ${#missing[@]} == 0 )); then
 		log "$label: $* cached in $dest"

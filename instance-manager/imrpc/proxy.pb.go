@@ -1387,16 +1387,20 @@ func (x *BackupTarget) GetCredential() map[string]string {
 }
 
 type EngineSnapshotBackupRequest struct {
-	state              protoimpl.MessageState `protogen:"open.v1"`
-	ProxyEngineRequest *ProxyEngineRequest    `protobuf:"bytes,1,opt,name=proxy_engine_request,json=proxyEngineRequest,proto3" json:"proxy_engine_request,omitempty"`
-	Target             *BackupTarget          `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
-	SnapshotName       string                 `protobuf:"bytes,3,opt,name=snapshot_name,json=snapshotName,proto3" json:"snapshot_name,omitempty"`
-	BackupName         string                 `protobuf:"bytes,4,opt,name=backup_name,json=backupName,proto3" json:"backup_name,omitempty"`
-	Labels             map[string]string      `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	CompressionMethod  string                 `protobuf:"bytes,6,opt,name=compression_method,json=compressionMethod,proto3" json:"compression_method,omitempty"`
-	ConcurrentLimit    int32                  `protobuf:"varint,7,opt,name=concurrent_limit,json=concurrentLimit,proto3" json:"concurrent_limit,omitempty"`
-	unknownFields      protoimpl.UnknownFields
-	sizeCache          protoimpl.SizeCache
+	state                protoimpl.MessageState `protogen:"open.v1"`
+	ProxyEngineRequest   *ProxyEngineRequest    `protobuf:"bytes,1,opt,name=proxy_engine_request,json=proxyEngineRequest,proto3" json:"proxy_engine_request,omitempty"`
+	Target               *BackupTarget          `protobuf:"bytes,2,opt,name=target,proto3" json:"target,omitempty"`
+	SnapshotName         string                 `protobuf:"bytes,3,opt,name=snapshot_name,json=snapshotName,proto3" json:"snapshot_name,omitempty"`
+	BackupName           string                 `protobuf:"bytes,4,opt,name=backup_name,json=backupName,proto3" json:"backup_name,omitempty"`
+	Labels               map[string]string      `protobuf:"bytes,5,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	CompressionMethod    string                 `protobuf:"bytes,6,opt,name=compression_method,json=compressionMethod,proto3" json:"compression_method,omitempty"`
+	ConcurrentLimit      int32                  `protobuf:"varint,7,opt,name=concurrent_limit,json=concurrentLimit,proto3" json:"concurrent_limit,omitempty"`
+	BackingImageName     string                 `protobuf:"bytes,8,opt,name=backing_image_name,json=backingImageName,proto3" json:"backing_image_name,omitempty"`
+	BackingImageChecksum string                 `protobuf:"bytes,9,opt,name=backing_image_checksum,json=backingImageChecksum,proto3" json:"backing_image_checksum,omitempty"`
+	StorageClassName     string                 `protobuf:"bytes,10,opt,name=storage_class_name,json=storageClassName,proto3" json:"storage_class_name,omitempty"`
+	Parameters           map[string]string      `protobuf:"bytes,11,rep,name=parameters,proto3" json:"parameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // backup-mode (full|incremental), backup-block-size
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *EngineSnapshotBackupRequest) Reset() {
@@ -1476,6 +1480,34 @@ func (x *EngineSnapshotBackupRequest) GetConcurrentLimit() int32 {
 		return x.ConcurrentLimit
 	}
 	return 0
+}
+
+func (x *EngineSnapshotBackupRequest) GetBackingImageName() string {
+	if x != nil {
+		return x.BackingImageName
+	}
+	return ""
+}
+
+func (x *EngineSnapshotBackupRequest) GetBackingImageChecksum() string {
+	if x != nil {
+		return x.BackingImageChecksum
+	}
+	return ""
+}
+
+func (x *EngineSnapshotBackupRequest) GetStorageClassName() string {
+	if x != nil {
+		return x.StorageClassName
+	}
+	return ""
+}
+
+func (x *EngineSnapshotBackupRequest) GetParameters() map[string]string {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
 }
 
 type EngineSnapshotBackupProxyResponse struct {
@@ -1767,6 +1799,7 @@ type EngineBackupRestoreStatus struct {
 	Error                  string                 `protobuf:"bytes,5,opt,name=error,proto3" json:"error,omitempty"`
 	State                  string                 `protobuf:"bytes,6,opt,name=state,proto3" json:"state,omitempty"`
 	BackupUrl              string                 `protobuf:"bytes,7,opt,name=backup_url,json=backupUrl,proto3" json:"backup_url,omitempty"`
+	DestFileName           string                 `protobuf:"bytes,8,opt,name=dest_file_name,json=destFileName,proto3" json:"dest_file_name,omitempty"`
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -1846,6 +1879,13 @@ func (x *EngineBackupRestoreStatus) GetState() string {
 func (x *EngineBackupRestoreStatus) GetBackupUrl() string {
 	if x != nil {
 		return x.BackupUrl
+	}
+	return ""
+}
+
+func (x *EngineBackupRestoreStatus) GetDestFileName() string {
+	if x != nil {
+		return x.DestFileName
 	}
 	return ""
 }
@@ -1955,16 +1995,23 @@ func (x *EngineBackupVolumeListRequest) GetVolumeNameOnly() bool {
 }
 
 type EngineBackupVolume struct {
-	state          protoimpl.MessageState `protogen:"open.v1"`
-	Name           string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Size           int64                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
-	Labels         map[string]string      `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	Created        string                 `protobuf:"bytes,4,opt,name=created,proto3" json:"created,omitempty"`
-	LastBackupName string                 `protobuf:"bytes,5,opt,name=last_backup_name,json=lastBackupName,proto3" json:"last_backup_name,omitempty"`
-	LastBackupAt   string                 `protobuf:"bytes,6,opt,name=last_backup_at,json=lastBackupAt,proto3" json:"last_backup_at,omitempty"`
-	DataStored     string                 `protobuf:"bytes,7,opt,name=data_stored,json=dataStored,proto3" json:"data_stored,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state                protoimpl.MessageState   `protogen:"open.v1"`
+	Name                 string                   `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Size                 int64                    `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
+	Labels               map[string]string        `protobuf:"bytes,3,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	Created              string                   `protobuf:"bytes,4,opt,name=created,proto3" json:"created,omitempty"`
+	LastBackupName       string                   `protobuf:"bytes,5,opt,name=last_backup_name,json=lastBackupName,proto3" json:"last_backup_name,omitempty"`
+	LastBackupAt         string                   `protobuf:"bytes,6,opt,name=last_backup_at,json=lastBackupAt,proto3" json:"last_backup_at,omitempty"`
+	DataStored           string                   `protobuf:"bytes,7,opt,name=data_stored,json=dataStored,proto3" json:"data_stored,omitempty"`
+	Messages             map[string]string        `protobuf:"bytes,8,rep,name=messages,proto3" json:"messages,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	BackingImageName     string                   `protobuf:"bytes,9,opt,name=backing_image_name,json=backingImageName,proto3" json:"backing_image_name,omitempty"`
+	BackingImageChecksum string                   `protobuf:"bytes,10,opt,name=backing_image_checksum,json=backingImageChecksum,proto3" json:"backing_image_checksum,omitempty"`
+	StorageClassName     string                   `protobuf:"bytes,11,opt,name=storage_class_name,json=storageClassName,proto3" json:"storage_class_name,omitempty"`
+	CompressionMethod    string                   `protobuf:"bytes,12,opt,name=compression_method,json=compressionMethod,proto3" json:"compression_method,omitempty"`
+	DataEngine           string                   `protobuf:"bytes,13,opt,name=data_engine,json=dataEngine,proto3" json:"data_engine,omitempty"`
+	Backups              map[string]*EngineBackup `protobuf:"bytes,14,rep,name=backups,proto3" json:"backups,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"` // completed backups by name; empty with volume_name_only
+	unknownFields        protoimpl.UnknownFields
+	sizeCache            protoimpl.SizeCache
 }
 
 func (x *EngineBackupVolume) Reset() {
@@ -2044,6 +2091,55 @@ func (x *EngineBackupVolume) GetDataStored() string {
 		return x.DataStored
 	}
 	return ""
+}
+
+func (x *EngineBackupVolume) GetMessages() map[string]string {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
+}
+
+func (x *EngineBackupVolume) GetBackingImageName() string {
+	if x != nil {
+		return x.BackingImageName
+	}
+	return ""
+}
+
+func (x *EngineBackupVolume) GetBackingImageChecksum() string {
+	if x != nil {
+		return x.BackingImageChecksum
+	}
+	return ""
+}
+
+func (x *EngineBackupVolume) GetStorageClassName() string {
+	if x != nil {
+		return x.StorageClassName
+	}
+	return ""
+}
+
+func (x *EngineBackupVolume) GetCompressionMethod() string {
+	if x != nil {
+		return x.CompressionMethod
+	}
+	return ""
+}
+
+func (x *EngineBackupVolume) GetDataEngine() string {
+	if x != nil {
+		return x.DataEngine
+	}
+	return ""
+}
+
+func (x *EngineBackupVolume) GetBackups() map[string]*EngineBackup {
+	if x != nil {
+		return x.Backups
+	}
+	return nil
 }
 
 type EngineBackupVolumeListProxyResponse struct {
@@ -2239,18 +2335,27 @@ func (x *EngineBackupGetRequest) GetBackupUrl() string {
 }
 
 type EngineBackup struct {
-	state           protoimpl.MessageState `protogen:"open.v1"`
-	Name            string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
-	Url             string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
-	SnapshotName    string                 `protobuf:"bytes,3,opt,name=snapshot_name,json=snapshotName,proto3" json:"snapshot_name,omitempty"`
-	SnapshotCreated string                 `protobuf:"bytes,4,opt,name=snapshot_created,json=snapshotCreated,proto3" json:"snapshot_created,omitempty"`
-	Created         string                 `protobuf:"bytes,5,opt,name=created,proto3" json:"created,omitempty"`
-	Size            int64                  `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
-	Labels          map[string]string      `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
-	VolumeName      string                 `protobuf:"bytes,8,opt,name=volume_name,json=volumeName,proto3" json:"volume_name,omitempty"`
-	VolumeSize      int64                  `protobuf:"varint,9,opt,name=volume_size,json=volumeSize,proto3" json:"volume_size,omitempty"`
-	unknownFields   protoimpl.UnknownFields
-	sizeCache       protoimpl.SizeCache
+	state                  protoimpl.MessageState `protogen:"open.v1"`
+	Name                   string                 `protobuf:"bytes,1,opt,name=name,proto3" json:"name,omitempty"`
+	Url                    string                 `protobuf:"bytes,2,opt,name=url,proto3" json:"url,omitempty"`
+	SnapshotName           string                 `protobuf:"bytes,3,opt,name=snapshot_name,json=snapshotName,proto3" json:"snapshot_name,omitempty"`
+	SnapshotCreated        string                 `protobuf:"bytes,4,opt,name=snapshot_created,json=snapshotCreated,proto3" json:"snapshot_created,omitempty"`
+	Created                string                 `protobuf:"bytes,5,opt,name=created,proto3" json:"created,omitempty"`
+	Size                   int64                  `protobuf:"varint,6,opt,name=size,proto3" json:"size,omitempty"`
+	Labels                 map[string]string      `protobuf:"bytes,7,rep,name=labels,proto3" json:"labels,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	VolumeName             string                 `protobuf:"bytes,8,opt,name=volume_name,json=volumeName,proto3" json:"volume_name,omitempty"`
+	VolumeSize             int64                  `protobuf:"varint,9,opt,name=volume_size,json=volumeSize,proto3" json:"volume_size,omitempty"`
+	VolumeCreated          string                 `protobuf:"bytes,10,opt,name=volume_created,json=volumeCreated,proto3" json:"volume_created,omitempty"`
+	VolumeBackingImageName string                 `protobuf:"bytes,11,opt,name=volume_backing_image_name,json=volumeBackingImageName,proto3" json:"volume_backing_image_name,omitempty"`
+	CompressionMethod      string                 `protobuf:"bytes,12,opt,name=compression_method,json=compressionMethod,proto3" json:"compression_method,omitempty"`
+	NewlyUploadedDataSize  int64                  `protobuf:"varint,13,opt,name=newly_uploaded_data_size,json=newlyUploadedDataSize,proto3" json:"newly_uploaded_data_size,omitempty"`
+	ReUploadedDataSize     int64                  `protobuf:"varint,14,opt,name=re_uploaded_data_size,json=reUploadedDataSize,proto3" json:"re_uploaded_data_size,omitempty"`
+	Parameters             map[string]string      `protobuf:"bytes,15,rep,name=parameters,proto3" json:"parameters,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	IsIncremental          bool                   `protobuf:"varint,16,opt,name=is_incremental,json=isIncremental,proto3" json:"is_incremental,omitempty"`
+	BlockSize              int64                  `protobuf:"varint,17,opt,name=block_size,json=blockSize,proto3" json:"block_size,omitempty"`
+	Messages               map[string]string      `protobuf:"bytes,18,rep,name=messages,proto3" json:"messages,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
+	unknownFields          protoimpl.UnknownFields
+	sizeCache              protoimpl.SizeCache
 }
 
 func (x *EngineBackup) Reset() {
@@ -2344,6 +2449,69 @@ func (x *EngineBackup) GetVolumeSize() int64 {
 		return x.VolumeSize
 	}
 	return 0
+}
+
+func (x *EngineBackup) GetVolumeCreated() string {
+	if x != nil {
+		return x.VolumeCreated
+	}
+	return ""
+}
+
+func (x *EngineBackup) GetVolumeBackingImageName() string {
+	if x != nil {
+		return x.VolumeBackingImageName
+	}
+	return ""
+}
+
+func (x *EngineBackup) GetCompressionMethod() string {
+	if x != nil {
+		return x.CompressionMethod
+	}
+	return ""
+}
+
+func (x *EngineBackup) GetNewlyUploadedDataSize() int64 {
+	if x != nil {
+		return x.NewlyUploadedDataSize
+	}
+	return 0
+}
+
+func (x *EngineBackup) GetReUploadedDataSize() int64 {
+	if x != nil {
+		return x.ReUploadedDataSize
+	}
+	return 0
+}
+
+func (x *EngineBackup) GetParameters() map[string]string {
+	if x != nil {
+		return x.Parameters
+	}
+	return nil
+}
+
+func (x *EngineBackup) GetIsIncremental() bool {
+	if x != nil {
+		return x.IsIncremental
+	}
+	return false
+}
+
+func (x *EngineBackup) GetBlockSize() int64 {
+	if x != nil {
+		return x.BlockSize
+	}
+	return 0
+}
+
+func (x *EngineBackup) GetMessages() map[string]string {
+	if x != nil {
+		return x.Messages
+	}
+	return nil
 }
 
 type EngineBackupGetProxyResponse struct {
@@ -3127,7 +3295,7 @@ const file_proxy_proto_rawDesc = "" +
 	"credential\x1a=\n" +
 	"\x0fCredentialEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xba\x03\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xdf\x05\n" +
 	"\x1bEngineSnapshotBackupRequest\x12K\n" +
 	"\x14proxy_engine_request\x18\x01 \x01(\v2\x19.imrpc.ProxyEngineRequestR\x12proxyEngineRequest\x12+\n" +
 	"\x06target\x18\x02 \x01(\v2\x13.imrpc.BackupTargetR\x06target\x12#\n" +
@@ -3136,8 +3304,18 @@ const file_proxy_proto_rawDesc = "" +
 	"backupName\x12F\n" +
 	"\x06labels\x18\x05 \x03(\v2..imrpc.EngineSnapshotBackupRequest.LabelsEntryR\x06labels\x12-\n" +
 	"\x12compression_method\x18\x06 \x01(\tR\x11compressionMethod\x12)\n" +
-	"\x10concurrent_limit\x18\a \x01(\x05R\x0fconcurrentLimit\x1a9\n" +
+	"\x10concurrent_limit\x18\a \x01(\x05R\x0fconcurrentLimit\x12,\n" +
+	"\x12backing_image_name\x18\b \x01(\tR\x10backingImageName\x124\n" +
+	"\x16backing_image_checksum\x18\t \x01(\tR\x14backingImageChecksum\x12,\n" +
+	"\x12storage_class_name\x18\n" +
+	" \x01(\tR\x10storageClassName\x12R\n" +
+	"\n" +
+	"parameters\x18\v \x03(\v22.imrpc.EngineSnapshotBackupRequest.ParametersEntryR\n" +
+	"parameters\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a=\n" +
+	"\x0fParametersEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\x81\x01\n" +
 	"!EngineSnapshotBackupProxyResponse\x12\x1b\n" +
@@ -3164,7 +3342,7 @@ const file_proxy_proto_rawDesc = "" +
 	"backup_url\x18\x03 \x01(\tR\tbackupUrl\x12\x1f\n" +
 	"\vvolume_name\x18\x04 \x01(\tR\n" +
 	"volumeName\x12)\n" +
-	"\x10concurrent_limit\x18\x05 \x01(\x05R\x0fconcurrentLimit\"\x84\x02\n" +
+	"\x10concurrent_limit\x18\x05 \x01(\x05R\x0fconcurrentLimit\"\xaa\x02\n" +
 	"\x19EngineBackupRestoreStatus\x12!\n" +
 	"\fis_restoring\x18\x01 \x01(\bR\visRestoring\x12#\n" +
 	"\rlast_restored\x18\x02 \x01(\tR\flastRestored\x128\n" +
@@ -3173,7 +3351,8 @@ const file_proxy_proto_rawDesc = "" +
 	"\x05error\x18\x05 \x01(\tR\x05error\x12\x14\n" +
 	"\x05state\x18\x06 \x01(\tR\x05state\x12\x1d\n" +
 	"\n" +
-	"backup_url\x18\a \x01(\tR\tbackupUrl\"\xd8\x01\n" +
+	"backup_url\x18\a \x01(\tR\tbackupUrl\x12$\n" +
+	"\x0edest_file_name\x18\b \x01(\tR\fdestFileName\"\xd8\x01\n" +
 	"&EngineBackupRestoreStatusProxyResponse\x12Q\n" +
 	"\x06status\x18\x01 \x03(\v29.imrpc.EngineBackupRestoreStatusProxyResponse.StatusEntryR\x06status\x1a[\n" +
 	"\vStatusEntry\x12\x10\n" +
@@ -3183,7 +3362,7 @@ const file_proxy_proto_rawDesc = "" +
 	"\x06target\x18\x01 \x01(\v2\x13.imrpc.BackupTargetR\x06target\x12\x1f\n" +
 	"\vvolume_name\x18\x02 \x01(\tR\n" +
 	"volumeName\x12(\n" +
-	"\x10volume_name_only\x18\x03 \x01(\bR\x0evolumeNameOnly\"\xc1\x02\n" +
+	"\x10volume_name_only\x18\x03 \x01(\bR\x0evolumeNameOnly\"\xb8\x06\n" +
 	"\x12EngineBackupVolume\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x03R\x04size\x12=\n" +
@@ -3192,10 +3371,25 @@ const file_proxy_proto_rawDesc = "" +
 	"\x10last_backup_name\x18\x05 \x01(\tR\x0elastBackupName\x12$\n" +
 	"\x0elast_backup_at\x18\x06 \x01(\tR\flastBackupAt\x12\x1f\n" +
 	"\vdata_stored\x18\a \x01(\tR\n" +
-	"dataStored\x1a9\n" +
+	"dataStored\x12C\n" +
+	"\bmessages\x18\b \x03(\v2'.imrpc.EngineBackupVolume.MessagesEntryR\bmessages\x12,\n" +
+	"\x12backing_image_name\x18\t \x01(\tR\x10backingImageName\x124\n" +
+	"\x16backing_image_checksum\x18\n" +
+	" \x01(\tR\x14backingImageChecksum\x12,\n" +
+	"\x12storage_class_name\x18\v \x01(\tR\x10storageClassName\x12-\n" +
+	"\x12compression_method\x18\f \x01(\tR\x11compressionMethod\x12\x1f\n" +
+	"\vdata_engine\x18\r \x01(\tR\n" +
+	"dataEngine\x12@\n" +
+	"\abackups\x18\x0e \x03(\v2&.imrpc.EngineBackupVolume.BackupsEntryR\abackups\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"\xcf\x01\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rMessagesEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1aO\n" +
+	"\fBackupsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12)\n" +
+	"\x05value\x18\x02 \x01(\v2\x13.imrpc.EngineBackupR\x05value:\x028\x01\"\xcf\x01\n" +
 	"#EngineBackupVolumeListProxyResponse\x12Q\n" +
 	"\avolumes\x18\x01 \x03(\v27.imrpc.EngineBackupVolumeListProxyResponse.VolumesEntryR\avolumes\x1aU\n" +
 	"\fVolumesEntry\x12\x10\n" +
@@ -3210,7 +3404,7 @@ const file_proxy_proto_rawDesc = "" +
 	"\x16EngineBackupGetRequest\x12+\n" +
 	"\x06target\x18\x01 \x01(\v2\x13.imrpc.BackupTargetR\x06target\x12\x1d\n" +
 	"\n" +
-	"backup_url\x18\x02 \x01(\tR\tbackupUrl\"\xe8\x02\n" +
+	"backup_url\x18\x02 \x01(\tR\tbackupUrl\"\xab\a\n" +
 	"\fEngineBackup\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x10\n" +
 	"\x03url\x18\x02 \x01(\tR\x03url\x12#\n" +
@@ -3222,8 +3416,27 @@ const file_proxy_proto_rawDesc = "" +
 	"\vvolume_name\x18\b \x01(\tR\n" +
 	"volumeName\x12\x1f\n" +
 	"\vvolume_size\x18\t \x01(\x03R\n" +
-	"volumeSize\x1a9\n" +
+	"volumeSize\x12%\n" +
+	"\x0evolume_created\x18\n" +
+	" \x01(\tR\rvolumeCreated\x129\n" +
+	"\x19volume_backing_image_name\x18\v \x01(\tR\x16volumeBackingImageName\x12-\n" +
+	"\x12compression_method\x18\f \x01(\tR\x11compressionMethod\x127\n" +
+	"\x18newly_uploaded_data_size\x18\r \x01(\x03R\x15newlyUploadedDataSize\x121\n" +
+	"\x15re_uploaded_data_size\x18\x0e \x01(\x03R\x12reUploadedDataSize\x12C\n" +
+	"\n" +
+	"parameters\x18\x0f \x03(\v2#.imrpc.EngineBackup.ParametersEntryR\n" +
+	"parameters\x12%\n" +
+	"\x0eis_incremental\x18\x10 \x01(\bR\risIncremental\x12\x1d\n" +
+	"\n" +
+	"block_size\x18\x11 \x01(\x03R\tblockSize\x12=\n" +
+	"\bmessages\x18\x12 \x03(\v2!.imrpc.EngineBackup.MessagesEntryR\bmessages\x1a9\n" +
 	"\vLabelsEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a=\n" +
+	"\x0fParametersEntry\x12\x10\n" +
+	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\x1a;\n" +
+	"\rMessagesEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\tR\x05value:\x028\x01\"K\n" +
 	"\x1cEngineBackupGetProxyResponse\x12+\n" +
@@ -3322,7 +3535,7 @@ func file_proxy_proto_rawDescGZIP() []byte {
 }
 
 var file_proxy_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 58)
+var file_proxy_proto_msgTypes = make([]protoimpl.MessageInfo, 63)
 var file_proxy_proto_goTypes = []any{
 	(ReplicaMode)(0),                                // 0: imrpc.ReplicaMode
 	(*ProxyEngineRequest)(nil),                      // 1: imrpc.ProxyEngineRequest
@@ -3378,16 +3591,21 @@ var file_proxy_proto_goTypes = []any{
 	nil,                                             // 51: imrpc.EngineSnapshotCloneStatusProxyResponse.StatusEntry
 	nil,                                             // 52: imrpc.BackupTarget.CredentialEntry
 	nil,                                             // 53: imrpc.EngineSnapshotBackupRequest.LabelsEntry
-	nil,                                             // 54: imrpc.EngineBackupRestoreStatusProxyResponse.StatusEntry
-	nil,                                             // 55: imrpc.EngineBackupVolume.LabelsEntry
-	nil,                                             // 56: imrpc.EngineBackupVolumeListProxyResponse.VolumesEntry
-	nil,                                             // 57: imrpc.EngineBackup.LabelsEntry
-	nil,                                             // 58: imrpc.EngineReplicaRebuildStatusProxyResponse.StatusEntry
-	(DataEngine)(0),                                 // 59: imrpc.DataEngine
-	(*Empty)(nil),                                   // 60: Empty
+	nil,                                             // 54: imrpc.EngineSnapshotBackupRequest.ParametersEntry
+	nil,                                             // 55: imrpc.EngineBackupRestoreStatusProxyResponse.StatusEntry
+	nil,                                             // 56: imrpc.EngineBackupVolume.LabelsEntry
+	nil,                                             // 57: imrpc.EngineBackupVolume.MessagesEntry
+	nil,                                             // 58: imrpc.EngineBackupVolume.BackupsEntry
+	nil,                                             // 59: imrpc.EngineBackupVolumeListProxyResponse.VolumesEntry
+	nil,                                             // 60: imrpc.EngineBackup.LabelsEntry
+	nil,                                             // 61: imrpc.EngineBackup.ParametersEntry
+	nil,                                             // 62: imrpc.EngineBackup.MessagesEntry
+	nil,                                             // 63: imrpc.EngineReplicaRebuildStatusProxyResponse.StatusEntry
+	(DataEngine)(0),                                 // 64: imrpc.DataEngine
+	(*Empty)(nil),                                   // 65: Empty
 }
 var file_proxy_proto_depIdxs = []int32{
-	59, // 0: imrpc.ProxyEngineRequest.data_engine:type_name -> imrpc.DataEngine
+	64, // 0: imrpc.ProxyEngineRequest.data_engine:type_name -> imrpc.DataEngine
 	2,  // 1: imrpc.EngineVersionProxyResponse.version:type_name -> imrpc.EngineVersionDetails
 	4,  // 2: imrpc.EngineVolumeGetProxyResponse.volume:type_name -> imrpc.EngineVolume
 	1,  // 3: imrpc.EngineVolumeExpandRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
@@ -3407,93 +3625,99 @@ var file_proxy_proto_depIdxs = []int32{
 	1,  // 17: imrpc.EngineSnapshotBackupRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
 	20, // 18: imrpc.EngineSnapshotBackupRequest.target:type_name -> imrpc.BackupTarget
 	53, // 19: imrpc.EngineSnapshotBackupRequest.labels:type_name -> imrpc.EngineSnapshotBackupRequest.LabelsEntry
-	1,  // 20: imrpc.EngineSnapshotBackupStatusRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
-	1,  // 21: imrpc.EngineBackupRestoreRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
-	20, // 22: imrpc.EngineBackupRestoreRequest.target:type_name -> imrpc.BackupTarget
-	54, // 23: imrpc.EngineBackupRestoreStatusProxyResponse.status:type_name -> imrpc.EngineBackupRestoreStatusProxyResponse.StatusEntry
-	20, // 24: imrpc.EngineBackupVolumeListRequest.target:type_name -> imrpc.BackupTarget
-	55, // 25: imrpc.EngineBackupVolume.labels:type_name -> imrpc.EngineBackupVolume.LabelsEntry
-	56, // 26: imrpc.EngineBackupVolumeListProxyResponse.volumes:type_name -> imrpc.EngineBackupVolumeListProxyResponse.VolumesEntry
-	20, // 27: imrpc.EngineBackupVolumeGetRequest.target:type_name -> imrpc.BackupTarget
-	29, // 28: imrpc.EngineBackupVolumeGetProxyResponse.volume:type_name -> imrpc.EngineBackupVolume
-	20, // 29: imrpc.EngineBackupGetRequest.target:type_name -> imrpc.BackupTarget
-	57, // 30: imrpc.EngineBackup.labels:type_name -> imrpc.EngineBackup.LabelsEntry
-	34, // 31: imrpc.EngineBackupGetProxyResponse.backup:type_name -> imrpc.EngineBackup
-	20, // 32: imrpc.EngineBackupConfigMetaGetRequest.target:type_name -> imrpc.BackupTarget
-	20, // 33: imrpc.EngineBackupRemoveRequest.target:type_name -> imrpc.BackupTarget
-	1,  // 34: imrpc.EngineReplicaAddRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
-	0,  // 35: imrpc.EngineReplica.mode:type_name -> imrpc.ReplicaMode
-	40, // 36: imrpc.EngineReplicaListProxyResponse.replica_list:type_name -> imrpc.EngineReplica
-	58, // 37: imrpc.EngineReplicaRebuildStatusProxyResponse.status:type_name -> imrpc.EngineReplicaRebuildStatusProxyResponse.StatusEntry
-	1,  // 38: imrpc.EngineReplicaVerifyRebuildRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
-	1,  // 39: imrpc.EngineReplicaRemoveRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
-	10, // 40: imrpc.EngineSnapshotListProxyResponse.DisksEntry.value:type_name -> imrpc.EngineSnapshot
-	14, // 41: imrpc.EngineSnapshotPurgeStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineSnapshotPurgeStatus
-	17, // 42: imrpc.EngineSnapshotCloneStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineSnapshotCloneStatus
-	26, // 43: imrpc.EngineBackupRestoreStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineBackupRestoreStatus
-	29, // 44: imrpc.EngineBackupVolumeListProxyResponse.VolumesEntry.value:type_name -> imrpc.EngineBackupVolume
-	42, // 45: imrpc.EngineReplicaRebuildStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineReplicaRebuildStatus
-	60, // 46: imrpc.ProxyEngineService.Ping:input_type -> Empty
-	1,  // 47: imrpc.ProxyEngineService.ServerVersionGet:input_type -> imrpc.ProxyEngineRequest
-	1,  // 48: imrpc.ProxyEngineService.VolumeGet:input_type -> imrpc.ProxyEngineRequest
-	6,  // 49: imrpc.ProxyEngineService.VolumeExpand:input_type -> imrpc.EngineVolumeExpandRequest
-	7,  // 50: imrpc.ProxyEngineService.VolumeFrontendStart:input_type -> imrpc.EngineVolumeFrontendStartRequest
-	1,  // 51: imrpc.ProxyEngineService.VolumeFrontendShutdown:input_type -> imrpc.ProxyEngineRequest
-	8,  // 52: imrpc.ProxyEngineService.VolumeSnapshot:input_type -> imrpc.EngineVolumeSnapshotRequest
-	1,  // 53: imrpc.ProxyEngineService.SnapshotList:input_type -> imrpc.ProxyEngineRequest
-	12, // 54: imrpc.ProxyEngineService.SnapshotRevert:input_type -> imrpc.EngineSnapshotRevertRequest
-	13, // 55: imrpc.ProxyEngineService.SnapshotPurge:input_type -> imrpc.EngineSnapshotPurgeRequest
-	1,  // 56: imrpc.ProxyEngineService.SnapshotPurgeStatus:input_type -> imrpc.ProxyEngineRequest
-	16, // 57: imrpc.ProxyEngineService.SnapshotClone:input_type -> imrpc.EngineSnapshotCloneRequest
-	1,  // 58: imrpc.ProxyEngineService.SnapshotCloneStatus:input_type -> imrpc.ProxyEngineRequest
-	19, // 59: imrpc.ProxyEngineService.SnapshotRemove:input_type -> imrpc.EngineSnapshotRemoveRequest
-	21, // 60: imrpc.ProxyEngineService.SnapshotBackup:input_type -> imrpc.EngineSnapshotBackupRequest
-	23, // 61: imrpc.ProxyEngineService.SnapshotBackupStatus:input_type -> imrpc.EngineSnapshotBackupStatusRequest
-	25, // 62: imrpc.ProxyEngineService.BackupRestore:input_type -> imrpc.EngineBackupRestoreRequest
-	1,  // 63: imrpc.ProxyEngineService.BackupRestoreStatus:input_type -> imrpc.ProxyEngineRequest
-	28, // 64: imrpc.ProxyEngineService.BackupVolumeList:input_type -> imrpc.EngineBackupVolumeListRequest
-	31, // 65: imrpc.ProxyEngineService.BackupVolumeGet:input_type -> imrpc.EngineBackupVolumeGetRequest
-	33, // 66: imrpc.ProxyEngineService.BackupGet:input_type -> imrpc.EngineBackupGetRequest
-	36, // 67: imrpc.ProxyEngineService.BackupConfigMetaGet:input_type -> imrpc.EngineBackupConfigMetaGetRequest
-	38, // 68: imrpc.ProxyEngineService.BackupRemove:input_type -> imrpc.EngineBackupRemoveRequest
-	39, // 69: imrpc.ProxyEngineService.ReplicaAdd:input_type -> imrpc.EngineReplicaAddRequest
-	1,  // 70: imrpc.ProxyEngineService.ReplicaList:input_type -> imrpc.ProxyEngineRequest
-	1,  // 71: imrpc.ProxyEngineService.ReplicaRebuildingStatus:input_type -> imrpc.ProxyEngineRequest
-	44, // 72: imrpc.ProxyEngineService.ReplicaVerifyRebuild:input_type -> imrpc.EngineReplicaVerifyRebuildRequest
-	45, // 73: imrpc.ProxyEngineService.ReplicaRemove:input_type -> imrpc.EngineReplicaRemoveRequest
-	60, // 74: imrpc.ProxyEngineService.Ping:output_type -> Empty
-	3,  // 75: imrpc.ProxyEngineService.ServerVersionGet:output_type -> imrpc.EngineVersionProxyResponse
-	5,  // 76: imrpc.ProxyEngineService.VolumeGet:output_type -> imrpc.EngineVolumeGetProxyResponse
-	60, // 77: imrpc.ProxyEngineService.VolumeExpand:output_type -> Empty
-	60, // 78: imrpc.ProxyEngineService.VolumeFrontendStart:output_type -> Empty
-	60, // 79: imrpc.ProxyEngineService.VolumeFrontendShutdown:output_type -> Empty
-	9,  // 80: imrpc.ProxyEngineService.VolumeSnapshot:output_type -> imrpc.EngineVolumeSnapshotProxyResponse
-	11, // 81: imrpc.ProxyEngineService.SnapshotList:output_type -> imrpc.EngineSnapshotListProxyResponse
-	60, // 82: imrpc.ProxyEngineService.SnapshotRevert:output_type -> Empty
-	60, // 83: imrpc.ProxyEngineService.SnapshotPurge:output_type -> Empty
-	15, // 84: imrpc.ProxyEngineService.SnapshotPurgeStatus:output_type -> imrpc.EngineSnapshotPurgeStatusProxyResponse
-	60, // 85: imrpc.ProxyEngineService.SnapshotClone:output_type -> Empty
-	18, // 86: imrpc.ProxyEngineService.SnapshotCloneStatus:output_type -> imrpc.EngineSnapshotCloneStatusProxyResponse
-	60, // 87: imrpc.ProxyEngineService.SnapshotRemove:output_type -> Empty
-	22, // 88: imrpc.ProxyEngineService.SnapshotBackup:output_type -> imrpc.EngineSnapshotBackupProxyResponse
-	24, // 89: imrpc.ProxyEngineService.SnapshotBackupStatus:output_type -> imrpc.EngineSnapshotBackupStatusProxyResponse
-	60, // 90: imrpc.ProxyEngineService.BackupRestore:output_type -> Empty
-	27, // 91: imrpc.ProxyEngineService.BackupRestoreStatus:output_type -> imrpc.EngineBackupRestoreStatusProxyResponse
-	30, // 92: imrpc.ProxyEngineService.BackupVolumeList:output_type -> imrpc.EngineBackupVolumeListProxyResponse
-	32, // 93: imrpc.ProxyEngineService.BackupVolumeGet:output_type -> imrpc.EngineBackupVolumeGetProxyResponse
-	35, // 94: imrpc.ProxyEngineService.BackupGet:output_type -> imrpc.EngineBackupGetProxyResponse
-	37, // 95: imrpc.ProxyEngineService.BackupConfigMetaGet:output_type -> imrpc.EngineBackupConfigMetaGetProxyResponse
-	60, // 96: imrpc.ProxyEngineService.BackupRemove:output_type -> Empty
-	60, // 97: imrpc.ProxyEngineService.ReplicaAdd:output_type -> Empty
-	41, // 98: imrpc.ProxyEngineService.ReplicaList:output_type -> imrpc.EngineReplicaListProxyResponse
-	43, // 99: imrpc.ProxyEngineService.ReplicaRebuildingStatus:output_type -> imrpc.EngineReplicaRebuildStatusProxyResponse
-	60, // 100: imrpc.ProxyEngineService.ReplicaVerifyRebuild:output_type -> Empty
-	60, // 101: imrpc.ProxyEngineService.ReplicaRemove:output_type -> Empty
-	74, // [74:102] is the sub-list for method output_type
-	46, // [46:74] is the sub-list for method input_type
-	46, // [46:46] is the sub-list for extension type_name
-	46, // [46:46] is the sub-list for extension extendee
-	0,  // [0:46] is the sub-list for field type_name
+	54, // 20: imrpc.EngineSnapshotBackupRequest.parameters:type_name -> imrpc.EngineSnapshotBackupRequest.ParametersEntry
+	1,  // 21: imrpc.EngineSnapshotBackupStatusRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
+	1,  // 22: imrpc.EngineBackupRestoreRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
+	20, // 23: imrpc.EngineBackupRestoreRequest.target:type_name -> imrpc.BackupTarget
+	55, // 24: imrpc.EngineBackupRestoreStatusProxyResponse.status:type_name -> imrpc.EngineBackupRestoreStatusProxyResponse.StatusEntry
+	20, // 25: imrpc.EngineBackupVolumeListRequest.target:type_name -> imrpc.BackupTarget
+	56, // 26: imrpc.EngineBackupVolume.labels:type_name -> imrpc.EngineBackupVolume.LabelsEntry
+	57, // 27: imrpc.EngineBackupVolume.messages:type_name -> imrpc.EngineBackupVolume.MessagesEntry
+	58, // 28: imrpc.EngineBackupVolume.backups:type_name -> imrpc.EngineBackupVolume.BackupsEntry
+	59, // 29: imrpc.EngineBackupVolumeListProxyResponse.volumes:type_name -> imrpc.EngineBackupVolumeListProxyResponse.VolumesEntry
+	20, // 30: imrpc.EngineBackupVolumeGetRequest.target:type_name -> imrpc.BackupTarget
+	29, // 31: imrpc.EngineBackupVolumeGetProxyResponse.volume:type_name -> imrpc.EngineBackupVolume
+	20, // 32: imrpc.EngineBackupGetRequest.target:type_name -> imrpc.BackupTarget
+	60, // 33: imrpc.EngineBackup.labels:type_name -> imrpc.EngineBackup.LabelsEntry
+	61, // 34: imrpc.EngineBackup.parameters:type_name -> imrpc.EngineBackup.ParametersEntry
+	62, // 35: imrpc.EngineBackup.messages:type_name -> imrpc.EngineBackup.MessagesEntry
+	34, // 36: imrpc.EngineBackupGetProxyResponse.backup:type_name -> imrpc.EngineBackup
+	20, // 37: imrpc.EngineBackupConfigMetaGetRequest.target:type_name -> imrpc.BackupTarget
+	20, // 38: imrpc.EngineBackupRemoveRequest.target:type_name -> imrpc.BackupTarget
+	1,  // 39: imrpc.EngineReplicaAddRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
+	0,  // 40: imrpc.EngineReplica.mode:type_name -> imrpc.ReplicaMode
+	40, // 41: imrpc.EngineReplicaListProxyResponse.replica_list:type_name -> imrpc.EngineReplica
+	63, // 42: imrpc.EngineReplicaRebuildStatusProxyResponse.status:type_name -> imrpc.EngineReplicaRebuildStatusProxyResponse.StatusEntry
+	1,  // 43: imrpc.EngineReplicaVerifyRebuildRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
+	1,  // 44: imrpc.EngineReplicaRemoveRequest.proxy_engine_request:type_name -> imrpc.ProxyEngineRequest
+	10, // 45: imrpc.EngineSnapshotListProxyResponse.DisksEntry.value:type_name -> imrpc.EngineSnapshot
+	14, // 46: imrpc.EngineSnapshotPurgeStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineSnapshotPurgeStatus
+	17, // 47: imrpc.EngineSnapshotCloneStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineSnapshotCloneStatus
+	26, // 48: imrpc.EngineBackupRestoreStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineBackupRestoreStatus
+	34, // 49: imrpc.EngineBackupVolume.BackupsEntry.value:type_name -> imrpc.EngineBackup
+	29, // 50: imrpc.EngineBackupVolumeListProxyResponse.VolumesEntry.value:type_name -> imrpc.EngineBackupVolume
+	42, // 51: imrpc.EngineReplicaRebuildStatusProxyResponse.StatusEntry.value:type_name -> imrpc.EngineReplicaRebuildStatus
+	65, // 52: imrpc.ProxyEngineService.Ping:input_type -> Empty
+	1,  // 53: imrpc.ProxyEngineService.ServerVersionGet:input_type -> imrpc.ProxyEngineRequest
+	1,  // 54: imrpc.ProxyEngineService.VolumeGet:input_type -> imrpc.ProxyEngineRequest
+	6,  // 55: imrpc.ProxyEngineService.VolumeExpand:input_type -> imrpc.EngineVolumeExpandRequest
+	7,  // 56: imrpc.ProxyEngineService.VolumeFrontendStart:input_type -> imrpc.EngineVolumeFrontendStartRequest
+	1,  // 57: imrpc.ProxyEngineService.VolumeFrontendShutdown:input_type -> imrpc.ProxyEngineRequest
+	8,  // 58: imrpc.ProxyEngineService.VolumeSnapshot:input_type -> imrpc.EngineVolumeSnapshotRequest
+	1,  // 59: imrpc.ProxyEngineService.SnapshotList:input_type -> imrpc.ProxyEngineRequest
+	12, // 60: imrpc.ProxyEngineService.SnapshotRevert:input_type -> imrpc.EngineSnapshotRevertRequest
+	13, // 61: imrpc.ProxyEngineService.SnapshotPurge:input_type -> imrpc.EngineSnapshotPurgeRequest
+	1,  // 62: imrpc.ProxyEngineService.SnapshotPurgeStatus:input_type -> imrpc.ProxyEngineRequest
+	16, // 63: imrpc.ProxyEngineService.SnapshotClone:input_type -> imrpc.EngineSnapshotCloneRequest
+	1,  // 64: imrpc.ProxyEngineService.SnapshotCloneStatus:input_type -> imrpc.ProxyEngineRequest
+	19, // 65: imrpc.ProxyEngineService.SnapshotRemove:input_type -> imrpc.EngineSnapshotRemoveRequest
+	21, // 66: imrpc.ProxyEngineService.SnapshotBackup:input_type -> imrpc.EngineSnapshotBackupRequest
+	23, // 67: imrpc.ProxyEngineService.SnapshotBackupStatus:input_type -> imrpc.EngineSnapshotBackupStatusRequest
+	25, // 68: imrpc.ProxyEngineService.BackupRestore:input_type -> imrpc.EngineBackupRestoreRequest
+	1,  // 69: imrpc.ProxyEngineService.BackupRestoreStatus:input_type -> imrpc.ProxyEngineRequest
+	28, // 70: imrpc.ProxyEngineService.BackupVolumeList:input_type -> imrpc.EngineBackupVolumeListRequest
+	31, // 71: imrpc.ProxyEngineService.BackupVolumeGet:input_type -> imrpc.EngineBackupVolumeGetRequest
+	33, // 72: imrpc.ProxyEngineService.BackupGet:input_type -> imrpc.EngineBackupGetRequest
+	36, // 73: imrpc.ProxyEngineService.BackupConfigMetaGet:input_type -> imrpc.EngineBackupConfigMetaGetRequest
+	38, // 74: imrpc.ProxyEngineService.BackupRemove:input_type -> imrpc.EngineBackupRemoveRequest
+	39, // 75: imrpc.ProxyEngineService.ReplicaAdd:input_type -> imrpc.EngineReplicaAddRequest
+	1,  // 76: imrpc.ProxyEngineService.ReplicaList:input_type -> imrpc.ProxyEngineRequest
+	1,  // 77: imrpc.ProxyEngineService.ReplicaRebuildingStatus:input_type -> imrpc.ProxyEngineRequest
+	44, // 78: imrpc.ProxyEngineService.ReplicaVerifyRebuild:input_type -> imrpc.EngineReplicaVerifyRebuildRequest
+	45, // 79: imrpc.ProxyEngineService.ReplicaRemove:input_type -> imrpc.EngineReplicaRemoveRequest
+	65, // 80: imrpc.ProxyEngineService.Ping:output_type -> Empty
+	3,  // 81: imrpc.ProxyEngineService.ServerVersionGet:output_type -> imrpc.EngineVersionProxyResponse
+	5,  // 82: imrpc.ProxyEngineService.VolumeGet:output_type -> imrpc.EngineVolumeGetProxyResponse
+	65, // 83: imrpc.ProxyEngineService.VolumeExpand:output_type -> Empty
+	65, // 84: imrpc.ProxyEngineService.VolumeFrontendStart:output_type -> Empty
+	65, // 85: imrpc.ProxyEngineService.VolumeFrontendShutdown:output_type -> Empty
+	9,  // 86: imrpc.ProxyEngineService.VolumeSnapshot:output_type -> imrpc.EngineVolumeSnapshotProxyResponse
+	11, // 87: imrpc.ProxyEngineService.SnapshotList:output_type -> imrpc.EngineSnapshotListProxyResponse
+	65, // 88: imrpc.ProxyEngineService.SnapshotRevert:output_type -> Empty
+	65, // 89: imrpc.ProxyEngineService.SnapshotPurge:output_type -> Empty
+	15, // 90: imrpc.ProxyEngineService.SnapshotPurgeStatus:output_type -> imrpc.EngineSnapshotPurgeStatusProxyResponse
+	65, // 91: imrpc.ProxyEngineService.SnapshotClone:output_type -> Empty
+	18, // 92: imrpc.ProxyEngineService.SnapshotCloneStatus:output_type -> imrpc.EngineSnapshotCloneStatusProxyResponse
+	65, // 93: imrpc.ProxyEngineService.SnapshotRemove:output_type -> Empty
+	22, // 94: imrpc.ProxyEngineService.SnapshotBackup:output_type -> imrpc.EngineSnapshotBackupProxyResponse
+	24, // 95: imrpc.ProxyEngineService.SnapshotBackupStatus:output_type -> imrpc.EngineSnapshotBackupStatusProxyResponse
+	65, // 96: imrpc.ProxyEngineService.BackupRestore:output_type -> Empty
+	27, // 97: imrpc.ProxyEngineService.BackupRestoreStatus:output_type -> imrpc.EngineBackupRestoreStatusProxyResponse
+	30, // 98: imrpc.ProxyEngineService.BackupVolumeList:output_type -> imrpc.EngineBackupVolumeListProxyResponse
+	32, // 99: imrpc.ProxyEngineService.BackupVolumeGet:output_type -> imrpc.EngineBackupVolumeGetProxyResponse
+	35, // 100: imrpc.ProxyEngineService.BackupGet:output_type -> imrpc.EngineBackupGetProxyResponse
+	37, // 101: imrpc.ProxyEngineService.BackupConfigMetaGet:output_type -> imrpc.EngineBackupConfigMetaGetProxyResponse
+	65, // 102: imrpc.ProxyEngineService.BackupRemove:output_type -> Empty
+	65, // 103: imrpc.ProxyEngineService.ReplicaAdd:output_type -> Empty
+	41, // 104: imrpc.ProxyEngineService.ReplicaList:output_type -> imrpc.EngineReplicaListProxyResponse
+	43, // 105: imrpc.ProxyEngineService.ReplicaRebuildingStatus:output_type -> imrpc.EngineReplicaRebuildStatusProxyResponse
+	65, // 106: imrpc.ProxyEngineService.ReplicaVerifyRebuild:output_type -> Empty
+	65, // 107: imrpc.ProxyEngineService.ReplicaRemove:output_type -> Empty
+	80, // [80:108] is the sub-list for method output_type
+	52, // [52:80] is the sub-list for method input_type
+	52, // [52:52] is the sub-list for extension type_name
+	52, // [52:52] is the sub-list for extension extendee
+	0,  // [0:52] is the sub-list for field type_name
 }
 
 func init() { file_proxy_proto_init() }
@@ -3509,7 +3733,7 @@ func file_proxy_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_proxy_proto_rawDesc), len(file_proxy_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   58,
+			NumMessages:   63,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

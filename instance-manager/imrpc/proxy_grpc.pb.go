@@ -77,7 +77,10 @@ type ProxyEngineServiceClient interface {
 	SnapshotClone(ctx context.Context, in *EngineSnapshotCloneRequest, opts ...grpc.CallOption) (*Empty, error)
 	SnapshotCloneStatus(ctx context.Context, in *ProxyEngineRequest, opts ...grpc.CallOption) (*EngineSnapshotCloneStatusProxyResponse, error)
 	SnapshotRemove(ctx context.Context, in *EngineSnapshotRemoveRequest, opts ...grpc.CallOption) (*Empty, error)
-	// Backups: answered with Unimplemented until the backupstore exists.
+	// Backups: SnapshotBackup/Status and BackupRestore/Status reach the
+	// replicas' sync agents (found through the engine's ReplicaList); the
+	// BackupVolume*/Backup* calls read the backupstore from the instance
+	// manager itself, as Longhorn's proxy does.
 	SnapshotBackup(ctx context.Context, in *EngineSnapshotBackupRequest, opts ...grpc.CallOption) (*EngineSnapshotBackupProxyResponse, error)
 	SnapshotBackupStatus(ctx context.Context, in *EngineSnapshotBackupStatusRequest, opts ...grpc.CallOption) (*EngineSnapshotBackupStatusProxyResponse, error)
 	BackupRestore(ctx context.Context, in *EngineBackupRestoreRequest, opts ...grpc.CallOption) (*Empty, error)
@@ -400,7 +403,10 @@ type ProxyEngineServiceServer interface {
 	SnapshotClone(context.Context, *EngineSnapshotCloneRequest) (*Empty, error)
 	SnapshotCloneStatus(context.Context, *ProxyEngineRequest) (*EngineSnapshotCloneStatusProxyResponse, error)
 	SnapshotRemove(context.Context, *EngineSnapshotRemoveRequest) (*Empty, error)
-	// Backups: answered with Unimplemented until the backupstore exists.
+	// Backups: SnapshotBackup/Status and BackupRestore/Status reach the
+	// replicas' sync agents (found through the engine's ReplicaList); the
+	// BackupVolume*/Backup* calls read the backupstore from the instance
+	// manager itself, as Longhorn's proxy does.
 	SnapshotBackup(context.Context, *EngineSnapshotBackupRequest) (*EngineSnapshotBackupProxyResponse, error)
 	SnapshotBackupStatus(context.Context, *EngineSnapshotBackupStatusRequest) (*EngineSnapshotBackupStatusProxyResponse, error)
 	BackupRestore(context.Context, *EngineBackupRestoreRequest) (*Empty, error)

@@ -23,9 +23,6 @@ const (
 	MetadataInstanceName = "instance-name"
 )
 
-// errBackupsUnimplemented answers every backup method until the backupstore exists.
-var errBackupsUnimplemented = status.Error(codes.Unimplemented, "backups are not implemented yet")
-
 // proxyServer is imrpc.ProxyEngineService: a thin forwarder to the engine
 // named in each request. Rebuild, snapshot list/remove/purge and clone are
 // orchestrated by the engine itself (its ControllerExtService,
@@ -250,42 +247,4 @@ func (s *proxyServer) ReplicaRemove(ctx context.Context, req *imrpc.EngineReplic
 	}
 	ra := &enginerpc.ReplicaAddress{Address: req.GetReplicaAddress(), InstanceName: req.GetReplicaName()}
 	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.ReplicaDelete, ra, empty)
-}
-
-// Backups: Unimplemented until the backupstore exists.
-
-func (s *proxyServer) SnapshotBackup(context.Context, *imrpc.EngineSnapshotBackupRequest) (*imrpc.EngineSnapshotBackupProxyResponse, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) SnapshotBackupStatus(context.Context, *imrpc.EngineSnapshotBackupStatusRequest) (*imrpc.EngineSnapshotBackupStatusProxyResponse, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) BackupRestore(context.Context, *imrpc.EngineBackupRestoreRequest) (*imrpc.Empty, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) BackupRestoreStatus(context.Context, *imrpc.ProxyEngineRequest) (*imrpc.EngineBackupRestoreStatusProxyResponse, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) BackupVolumeList(context.Context, *imrpc.EngineBackupVolumeListRequest) (*imrpc.EngineBackupVolumeListProxyResponse, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) BackupVolumeGet(context.Context, *imrpc.EngineBackupVolumeGetRequest) (*imrpc.EngineBackupVolumeGetProxyResponse, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) BackupGet(context.Context, *imrpc.EngineBackupGetRequest) (*imrpc.EngineBackupGetProxyResponse, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) BackupConfigMetaGet(context.Context, *imrpc.EngineBackupConfigMetaGetRequest) (*imrpc.EngineBackupConfigMetaGetProxyResponse, error) {
-	return nil, errBackupsUnimplemented
-}
-
-func (s *proxyServer) BackupRemove(context.Context, *imrpc.EngineBackupRemoveRequest) (*imrpc.Empty, error) {
-	return nil, errBackupsUnimplemented
 }

@@ -181,11 +181,15 @@ func TestProxyRefusals(t *testing.T) {
 		{"backup", func() error {
 			_, err := im.proxy.SnapshotBackup(ctx, &imrpc.EngineSnapshotBackupRequest{})
 			return err
-		}, codes.Unimplemented, "backups are not implemented yet"},
+		}, codes.InvalidArgument, "snapshot_name, target.url"},
 		{"backup volume list", func() error {
 			_, err := im.proxy.BackupVolumeList(ctx, &imrpc.EngineBackupVolumeListRequest{})
 			return err
-		}, codes.Unimplemented, "backups are not implemented yet"},
+		}, codes.InvalidArgument, "target.url is required"},
+		{"backup volume list, bad target", func() error {
+			_, err := im.proxy.BackupVolumeList(ctx, &imrpc.EngineBackupVolumeListRequest{Target: &imrpc.BackupTarget{Url: "ftp://x/"}})
+			return err
+		}, codes.InvalidArgument, "unknown scheme"},
 	}
 	for _, c := range cases {
 		wantCode(t, c.name, c.call(), c.code, c.msg)

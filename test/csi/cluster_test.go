@@ -13,11 +13,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -31,13 +33,17 @@ import (
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
 	"github.com/longhorn-go/longhorn/testbed/testenv"
+	"github.com/longhorn-go/longhorn/webhook"
 )
 
 const (
-	ns       = "longhorn-system"
-	image    = "longhorn:test"
-	nodeName = "n1"
+	ns    = "longhorn-system"
+	image = "longhorn:test"
 )
+
+// nodeSeq numbers the simulated nodes: each test gets a fresh node (n1,
+// n2, ...) so that one test's leftovers never meet the next one's manager.
+var nodeSeq atomic.Int32
 
 var env *testenv.Env
 
@@ -54,6 +60,7 @@ type node struct {
 	binary  string
 	dir     string
 	ip      string
+	name    string
 	devDir  string
 	manager *exec.Cmd
 }
@@ -96,7 +103,8 @@ func newNode(t *testing.T) *node {
 	env.Require(t)
 	requireRoot(t)
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &node{t: t, ctx: ctx, binary: testutil.LonghornBinary(t), dir: t.TempDir(), ip: pickIP(t)}
+	n := &node{t: t, ctx: ctx, binary: testutil.LonghornBinary(t), dir: t.TempDir(), ip: pickIP(t),
+		name: fmt.Sprintf("n%d", nodeSeq.Add(1))}
 	n.devDir = filepath.Join(n.dir, "dev")
 	var err error
 	if n.kube, err = kubernetes.NewForConfig(env.Config); err != nil {
@@ -112,6 +120,11 @@ func newNode(t *testing.T) *node {
 	n.startManager()
 	t.Cleanup(func() {
 		n.stopManager()
+		// The stopped manager's webhook configurations point at its
+		// address; the next test's manager makes its own.
+		bg := context.Background()
+		_ = n.kube.AdmissionregistrationV1().ValidatingWebhookConfigurations().Delete(bg, webhook.ValidatorConfigName, metav1.DeleteOptions{})
+		_ = n.kube.AdmissionregistrationV1().MutatingWebhookConfigurations().Delete(bg, webhook.MutatorConfigName, metav1.DeleteOptions{})
 		cancel()
 		wg.Wait()
 		if t.Failed() {
@@ -122,10 +135,23 @@ func newNode(t *testing.T) *node {
 	})
 	n.eventually("instance manager running", 120*time.Second, func() (bool, string) {
 		ims, err := n.lh.LonghornV1beta2().InstanceManagers(ns).List(ctx, metav1.ListOptions{})
-		if err != nil || len(ims.Items) == 0 {
-			return false, fmt.Sprint(err)
+		if err != nil {
+			return false, err.Error()
 		}
-		return ims.Items[0].Status.CurrentState == longhorn.InstanceManagerStateRunning, string(ims.Items[0].Status.CurrentState)
+		for _, im := range ims.Items {
+			if im.Spec.NodeID == n.name {
+				return im.Status.CurrentState == longhorn.InstanceManagerStateRunning, string(im.Status.CurrentState)
+			}
+		}
+		return false, "no instance manager of " + n.name
+	})
+	n.eventually("manager API ready", 60*time.Second, func() (bool, string) {
+		resp, err := http.Get(n.managerURL())
+		if err != nil {
+			return false, err.Error()
+		}
+		resp.Body.Close()
+		return resp.StatusCode == http.StatusOK, resp.Status
 	})
 	return n
 }
@@ -145,8 +171,8 @@ func (n *node) setupObjects() {
 	n.must(err)
 	_, err = n.kube.CoreV1().ServiceAccounts(ns).Create(ctx, &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "longhorn-service-account"}}, metav1.CreateOptions{})
 	n.must(err)
-	kn, err := n.kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: nodeName,
-		Labels: map[string]string{"kubernetes.io/hostname": nodeName}}}, metav1.CreateOptions{})
+	kn, err := n.kube.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: n.name,
+		Labels: map[string]string{"kubernetes.io/hostname": n.name}}}, metav1.CreateOptions{})
 	n.must(err)
 	kn.Status.Conditions = []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue,
 		LastTransitionTime: metav1.Now(), LastHeartbeatTime: metav1.Now(), Reason: "KubeletReady"}}
@@ -156,8 +182,8 @@ func (n *node) setupObjects() {
 	disk := filepath.Join(n.dir, "disk")
 	n.must(os.MkdirAll(disk, 0o755))
 	_, err = n.lh.LonghornV1beta2().Nodes(ns).Create(ctx, &longhorn.Node{
-		ObjectMeta: metav1.ObjectMeta{Name: nodeName, Namespace: ns},
-		Spec: longhorn.NodeSpec{Name: nodeName, AllowScheduling: true, Tags: []string{},
+		ObjectMeta: metav1.ObjectMeta{Name: n.name, Namespace: ns},
+		Spec: longhorn.NodeSpec{Name: n.name, AllowScheduling: true, Tags: []string{},
 			Disks: map[string]longhorn.DiskSpec{"disk-1": {Type: longhorn.DiskTypeFilesystem, Path: disk, AllowScheduling: true, Tags: []string{}}}},
 	}, metav1.CreateOptions{})
 	n.must(err)
@@ -171,7 +197,7 @@ func (n *node) setupObjects() {
 func (n *node) startManager() {
 	f, err := os.OpenFile(filepath.Join(n.dir, "manager.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	n.must(err)
-	cmd := exec.Command(n.binary, "--log-level", "debug", "manager", "--kubeconfig", env.KubeconfigPath, "--node-name", nodeName,
+	cmd := exec.Command(n.binary, "--log-level", "debug", "manager", "--kubeconfig", env.KubeconfigPath, "--node-name", n.name,
 		"--namespace", ns, "--pod-ip", n.ip, "--engine-image", image, "--instance-manager-image", image, "--workers", "3",
 		"--webhook-url", "https://"+net.JoinHostPort(n.ip, "9502"))
 	cmd.Stdout, cmd.Stderr = f, f

@@ -42,7 +42,7 @@ func (n *node) kubelet() {
 }
 
 func (n *node) syncPod(pod *corev1.Pod, procs map[string]*podProc) {
-	if pod.Spec.NodeName != nodeName || len(pod.Spec.Containers) == 0 {
+	if pod.Spec.NodeName != n.name || len(pod.Spec.Containers) == 0 {
 		return
 	}
 	p := procs[pod.Name]

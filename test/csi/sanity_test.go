@@ -2,9 +2,11 @@ package csi_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/kubernetes-csi/csi-test/v5/pkg/sanity"
 	"github.com/sirupsen/logrus"
@@ -19,7 +21,7 @@ func startDriver(t *testing.T, n *node) string {
 	sock := filepath.Join(n.dir, "csi.sock")
 	log := logrus.New()
 	log.SetLevel(logrus.WarnLevel)
-	d, err := csi.New(csi.Config{Endpoint: "unix://" + sock, NodeID: nodeName, ManagerURL: n.managerURL(),
+	d, err := csi.New(csi.Config{Endpoint: "unix://" + sock, NodeID: n.name, ManagerURL: n.managerURL(),
 		Node: true, Controller: true, Version: "test", Log: log})
 	if err != nil {
 		t.Fatal(err)
@@ -32,6 +34,10 @@ func startDriver(t *testing.T, n *node) string {
 		if err := <-done; err != nil {
 			t.Errorf("driver: %v", err)
 		}
+	})
+	n.eventually("driver socket", 10*time.Second, func() (bool, string) {
+		_, err := os.Stat(sock)
+		return err == nil, fmt.Sprint(err)
 	})
 	return "unix://" + sock
 }

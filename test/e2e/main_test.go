@@ -6,7 +6,8 @@
 // pod deleted).
 //
 // TestMain brings the cluster up once for the package (name lhe2e, subnet
-// 10.99.16.0/24, services 10.99.17.0/24) and removes it at the end, also
+// 10.99.16.0/24, services 10.99.17.0/24, pods 10.101.0.0/16; real kubelet +
+// containerd nodes unless LONGHORN_E2E_NODE_MODE=agent) and removes it at the end, also
 // when a test fails, when the -timeout is about to fire and on SIGINT or
 // SIGTERM (with LONGHORN_E2E_KEEP=1 it reuses a running lhe2e cluster and
 // leaves it up, for working on a scenario). It runs only with LONGHORN_E2E=1 (`make e2e`); otherwise every
@@ -25,6 +26,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -54,6 +56,7 @@ const (
 var (
 	clusterSubnet  = netip.MustParsePrefix("10.99.16.0/24")
 	clusterService = netip.MustParsePrefix("10.99.17.0/24")
+	clusterPods    = netip.MustParsePrefix("10.101.0.0/16")
 )
 
 // suite is the running cluster; nil when the package skips (skipReason).
@@ -183,10 +186,24 @@ func clusterConfig(assets string) (cluster.Config, error) {
 	}
 	c := cluster.Config{
 		Name: clusterName, Nodes: clusterSize, Subnet: clusterSubnet, ServiceCIDR: clusterService,
+		PodCIDR:  clusterPods,
+		NodeMode: cluster.NodeMode(os.Getenv("LONGHORN_E2E_NODE_MODE")),
 		StateDir: state, AssetsDir: assets, AgentBinary: agent,
 		Images: map[string]string{"longhornio/longhorn:*": lh},
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	if c.Real() {
+		// Real nodes run the product from its image: make e2e passes the
+		// archive (make image, or the small image of cluster.mk) and the
+		// pause binary.
+		c.PauseBinary, c.ImageArchives = os.Getenv("LHPAUSE_BINARY"), []string{os.Getenv("LONGHORN_IMAGE_ARCHIVE")}
+		if c.PauseBinary == "" || c.ImageArchives[0] == "" {
+			return c, errors.New("real nodes need LHPAUSE_BINARY and LONGHORN_IMAGE_ARCHIVE (run `make e2e`, or LONGHORN_E2E_NODE_MODE=agent)")
+		}
+	}
+	return c, nil
 }
 
 // binary returns $env when set, else builds pkg (relative to root) into a
@@ -277,6 +294,19 @@ func teardown(c cluster.Config) bool {
 			return
 		}
 		logf("cluster %s down in %.1fs (logs kept in %s)", c.Name, time.Since(t0).Seconds(), filepath.Join(c.StateDir, "logs"))
+		// Teardown is complete and idempotent: nothing of the cluster is
+		// left, and a second Down finds nothing to do.
+		if left := cluster.Leftovers(c); len(left) > 0 {
+			fmt.Fprintf(os.Stderr, "e2e: left after cluster down: %s\n", strings.Join(left, "; "))
+			ok = false
+		}
+		if err := cluster.Down(c, func(string, ...any) {}); err != nil {
+			fmt.Fprintln(os.Stderr, "e2e: second cluster down:", err)
+			ok = false
+		}
+		if ok {
+			logf("nothing of cluster %s left (processes, containers, netns, routes, mounts, cgroups, loop devices); a second down is harmless", c.Name)
+		}
 	})
 	return ok
 }

@@ -64,7 +64,8 @@ func prerequisites() (cluster.Config, string, error) {
 	c := cluster.Config{Name: "lhimg", Nodes: 2,
 		Subnet: netip.MustParsePrefix("10.99.40.0/24"), ServiceCIDR: netip.MustParsePrefix("10.99.41.0/24"),
 		StateDir:  filepath.Join(home, ".cache", "longhorn-testbed", "cluster-lhimg"),
-		AssetsDir: assets, AgentBinary: paths[2], Images: map[string]string{"longhornio/longhorn:*": paths[1]}}
+		AssetsDir: assets, AgentBinary: paths[2], Images: map[string]string{"longhornio/longhorn:*": paths[1]},
+		NodeMode: cluster.NodeModeAgent}
 	return c, paths[0], c.Validate()
 }
 

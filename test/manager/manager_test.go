@@ -129,6 +129,7 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	c := newCluster(t)
 	t.Run("webhook", func(t *testing.T) { testWebhookRules(t, c) })
 	t.Run("chart configmaps", func(t *testing.T) { testChartConfigMaps(t, c) })
+	t.Run("rest api", func(t *testing.T) { testRESTClient(t, c) })
 	const vol = "example-volume"
 	start := time.Now()
 	out, err := c.kubectl("", "apply", "-f", filepath.Join(testenv.RepoRoot(), "examples", "volume.yaml"))

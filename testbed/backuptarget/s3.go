@@ -90,22 +90,43 @@ func StartS3(t testing.TB, prefix string) *S3 {
 	if bin == "" {
 		missing(t, "versitygw", "run make testbin-backup, or set LONGHORN_VERSITYGW")
 	}
-	root := t.TempDir()
+	s, err := StartS3Server(bin, t.TempDir(), prefix)
+	if err != nil {
+		t.Fatalf("start versitygw: %v", err)
+	}
+	t.Cleanup(s.stop)
+	return s
+}
+
+// FindVersitygw returns the path of the S3 server binary ("" if missing).
+func FindVersitygw() string { return versitygwPath() }
+
+// StartS3Server starts versitygw (binary bin) on a free loopback port,
+// storing objects under root, for programs that are not tests (the
+// benchmark); the caller calls Stop.
+func StartS3Server(bin, root, prefix string) (*S3, error) {
+	if err := os.MkdirAll(root, 0o755); err != nil {
+		return nil, err
+	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		s, err := startS3(bin, root, testutil.FreePort(t))
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		port := l.Addr().(*net.TCPAddr).Port
+		l.Close()
+		s, err := startS3(bin, root, port)
 		if err == nil {
-			t.Cleanup(s.stop)
 			s.URL = "s3://" + s3Bucket + "@us-east-1/"
 			if prefix != "" {
 				s.URL += prefix + "/"
 			}
-			return s
+			return s, nil
 		}
 		lastErr = err
 	}
-	t.Fatalf("start versitygw: %v", lastErr)
-	return nil
+	return nil, lastErr
 }
 
 func startS3(bin, root string, port int) (*S3, error) {

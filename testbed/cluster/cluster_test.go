@@ -106,7 +106,7 @@ func TestLocalCluster(t *testing.T) {
 		t.Fatalf("building lhcluster: %v\n%s", err, out)
 	}
 	c := Config{
-		Name: "lhtest", Nodes: 2, StateDir: t.TempDir(), AssetsDir: assets, AgentBinary: agent,
+		Name: "lhtest", Nodes: 2, StateDir: t.TempDir(), AssetsDir: assets, AgentBinary: agent, NodeMode: NodeModeAgent,
 		Subnet: netip.MustParsePrefix("10.99.8.0/24"), ServiceCIDR: netip.MustParsePrefix("10.99.9.0/24"),
 		Images: map[string]string{"longhornio/longhorn:*": testutil.LonghornBinary(t), "lhcluster/test:*": agent},
 	}

@@ -17,9 +17,12 @@ import (
 )
 
 // Down removes everything the cluster made: every process (node agents and
-// their pods, control plane), mounts and loop devices backed by files under
-// the state directory, the node namespaces, veths, bridge and service
-// route, the cgroups, and the state directory except logs/. It works from
+// their pods; kube-proxies, kubelets, containerd, its shims and
+// containers; control plane), mounts (the nodes' mount namespace files
+// among them) and loop devices backed by files under the state directory,
+// the node namespaces (with the iptables rules kube-proxy made in them),
+// veths, bridge, service and pod routes, the cgroups (v2 and v1), and the
+// state directory except logs/. It works from
 // the state file, or from c when there is none; missing pieces are skipped.
 func Down(c Config, out Printf) error {
 	if err := c.Validate(); err != nil {
@@ -54,22 +57,32 @@ func Down(c Config, out Printf) error {
 			errs = append(errs, err)
 		}
 	}
+	if n, err := removeV1Cgroups(c.CgroupName(), 10*time.Second); err != nil {
+		errs = append(errs, err)
+	} else if n > 0 {
+		out("cgroups: removed %d cgroup v1 directories of %s", n, c.CgroupName())
+	}
 	if err := removeState(c.StateDir); err != nil {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }
 
-// stopAll stops node agents first (they stop their pods), then the control
-// plane, then kills whatever is left in the cluster's cgroup.
+// stopAll stops node agents (they stop their pods), kube-proxies and
+// kubelets, then containerd, then the control plane, then kills whatever
+// is left in the cluster's cgroup (container shims and processes).
 func stopAll(c *Config, st *State, out Printf) {
 	var names []string
-	for n := range st.Procs {
-		if strings.HasPrefix(n, "agent/") {
-			names = append(names, n)
+	for _, prefix := range []string{"agent/", kindKubeProxy + "/", kindKubelet + "/", kindContainerd + "/"} {
+		var group []string
+		for n := range st.Procs {
+			if strings.HasPrefix(n, prefix) {
+				group = append(group, n)
+			}
 		}
+		sort.Strings(group)
+		names = append(names, group...)
 	}
-	sort.Strings(names)
 	names = append(names, compKCM, compScheduler, compAPIServer, compEtcd)
 	for _, n := range names {
 		p, ok := st.Procs[n]
@@ -80,7 +93,7 @@ func stopAll(c *Config, st *State, out Printf) {
 	}
 	if cg := clusterCgroup(c); cg != nil {
 		if pids, _ := cg.Procs(); len(pids) > 0 {
-			out("cgroup %s: killing %d leftover processes", cg.Path, len(pids))
+			out("cgroup %s: killing %d leftover processes (container shims and containers)", cg.Path, len(pids))
 			if err := cg.Kill(10 * time.Second); err != nil {
 				out("warning: %v", err)
 			}
@@ -88,8 +101,13 @@ func stopAll(c *Config, st *State, out Printf) {
 	}
 }
 
+// countLoops counts loop devices whose backing file is under dir.
+func countLoops(dir string) (int, error) { return loopsUnder(dir, false) }
+
 // detachLoops detaches loop devices whose backing file is under dir.
-func detachLoops(dir string) (int, error) {
+func detachLoops(dir string) (int, error) { return loopsUnder(dir, true) }
+
+func loopsUnder(dir string, detach bool) (int, error) {
 	b, err := exec.Command("losetup", "--json", "--list").Output()
 	if err != nil || len(strings.TrimSpace(string(b))) == 0 {
 		return 0, nil // no loop devices (losetup prints nothing)
@@ -107,6 +125,10 @@ func detachLoops(dir string) (int, error) {
 	var errs []error
 	for _, d := range l.Loops {
 		if under(strings.TrimSuffix(d.BackFile, " (deleted)"), dir) {
+			if !detach {
+				n++
+				continue
+			}
 			if out, err := exec.Command("losetup", "-d", d.Name).CombinedOutput(); err != nil {
 				errs = append(errs, fmt.Errorf("losetup -d %s: %v: %s", d.Name, err, out))
 				continue

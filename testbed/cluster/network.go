@@ -69,6 +69,11 @@ func SetupNetwork(c *Config) error {
 			return err
 		}
 	}
+	if c.Real() {
+		if err := setupRootPodRoutes(c); err != nil {
+			return err
+		}
+	}
 	return CheckRoutes(c)
 }
 
@@ -145,7 +150,9 @@ func parseAddrShow(out string) []ifAddr {
 
 // CheckRoutes asks the kernel (`ip route get`) how every node address is
 // routed and fails with ErrUnsafeRoute unless each goes out on the bridge,
-// and unless the service range is unreachable. Call it before any traffic to
+// unless the service range is unreachable and, with real nodes, unless
+// every node's pod range goes via that node on the bridge and the rest of
+// the pod CIDR is unreachable. Call it before any traffic to
 // a cluster address.
 func CheckRoutes(c *Config) error {
 	for i := 1; i <= c.Nodes; i++ {
@@ -161,6 +168,9 @@ func CheckRoutes(c *Config) error {
 	svc := c.ServiceIP().String()
 	if out, err := ip("-o", "route", "get", svc); err == nil {
 		return fmt.Errorf("%w: service address %s routes as %q, want unreachable", ErrUnsafeRoute, svc, strings.TrimSpace(out))
+	}
+	if c.Real() {
+		return checkPodRoutes(c)
 	}
 	return nil
 }
@@ -231,6 +241,9 @@ func TeardownNetwork(c *Config) error {
 		if _, err := ip("route", "del", "unreachable", c.ServiceCIDR.String()); err != nil {
 			errs = append(errs, err)
 		}
+	}
+	if err := teardownPodRoutes(c); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

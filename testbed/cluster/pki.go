@@ -28,6 +28,9 @@ const (
 	saKey      = "sa.key" // RSA, PKCS#1: signs service-account tokens
 	saPub      = "sa.pub"
 	kubeletCli = "kubelet-client" // apiserver -> node agent client cert
+	// kubeProxyCert is kube-proxy's client certificate (user
+	// system:kube-proxy, bound to system:node-proxier by default RBAC).
+	kubeProxyCert = "kube-proxy"
 )
 
 func (c *Config) pkiPath(name string) string { return filepath.Join(c.StateDir, "pki", name) }
@@ -81,22 +84,36 @@ func EnsurePKI(c *Config) error {
 	return writeSAKeys(c)
 }
 
-// ensureNodeCerts issues serving certificates for nodes added by a re-run
-// with a larger node count.
+// ensureNodeCerts issues what is missing of: serving certificates for nodes
+// added by a re-run with a larger node count, the kubelets' client
+// certificates (user system:node:NAME in group system:nodes, for the Node
+// authorizer) and kube-proxy's.
 func ensureNodeCerts(c *Config) error {
 	ca, caPriv, err := loadCA(c)
 	if err != nil {
 		return err
 	}
 	for i := 1; i <= c.Nodes; i++ {
-		if _, err := os.Stat(c.pkiPath(c.NodeName(i) + ".crt")); err == nil {
-			continue
+		if _, err := os.Stat(c.pkiPath(c.NodeName(i) + ".crt")); err != nil {
+			if err := issueNodeServing(c, i, ca, caPriv); err != nil {
+				return err
+			}
 		}
-		if err := issueNodeServing(c, i, ca, caPriv); err != nil {
-			return err
+		if _, err := os.Stat(c.pkiPath(c.NodeName(i) + "-client.crt")); err != nil {
+			t := &x509.Certificate{
+				Subject:     pkix.Name{CommonName: "system:node:" + c.NodeName(i), Organization: []string{"system:nodes"}},
+				ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+			}
+			if err := issue(c.pkiPath(c.NodeName(i)+"-client.crt"), c.pkiPath(c.NodeName(i)+"-client.key"), t, ca, caPriv); err != nil {
+				return err
+			}
 		}
 	}
-	return nil
+	if _, err := os.Stat(c.pkiPath(kubeProxyCert + ".crt")); err == nil {
+		return nil
+	}
+	t := &x509.Certificate{Subject: pkix.Name{CommonName: "system:kube-proxy"}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}
+	return issue(c.pkiPath(kubeProxyCert+".crt"), c.pkiPath(kubeProxyCert+".key"), t, ca, caPriv)
 }
 
 func issueNodeServing(c *Config, i int, ca *x509.Certificate, caPriv *ecdsa.PrivateKey) error {

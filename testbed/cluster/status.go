@@ -44,16 +44,32 @@ func PrintStatus(ctx context.Context, st *State, w io.Writer) error {
 			}
 		}
 	}
-	fmt.Fprintln(tw, "NODE\tIP\tNETNS\tAGENT PID\tAGENT\tREADY\tPODS")
+	if c.Real() {
+		fmt.Fprintln(tw, "NODE\tIP\tPOD CIDR\tNETNS\tCONTAINERD\tKUBELET\tKUBE-PROXY\tREADY\tPODS")
+	} else {
+		fmt.Fprintln(tw, "NODE\tIP\tNETNS\tAGENT PID\tAGENT\tREADY\tPODS")
+	}
 	for i := 1; i <= c.Nodes; i++ {
-		p := st.Procs[agentName(c, i)]
 		ready := "-"
 		if n, ok := nodes[c.NodeName(i)]; ok {
 			ready = fmt.Sprint(nodeReady(n))
 		}
+		if c.Real() {
+			pw := func(k string) string {
+				p := st.Procs[nodeProcName(c, k, i)]
+				return fmt.Sprintf("%d %s", p.PID, aliveWord(p))
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\n", c.NodeName(i), c.NodeIP(i), c.NodePodCIDR(i), c.Netns(i),
+				pw(kindContainerd), pw(kindKubelet), pw(kindKubeProxy), ready, len(podsOn[c.NodeName(i)]))
+			continue
+		}
+		p := st.Procs[agentName(c, i)]
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%d\n", c.NodeName(i), c.NodeIP(i), c.Netns(i), p.PID, aliveWord(p), ready, len(podsOn[c.NodeName(i)]))
 	}
 	tw.Flush()
+	if c.Real() {
+		printRealNodes(ctx, c, w)
+	}
 	fmt.Fprintf(w, "\nkubeconfig: %s\n  export KUBECONFIG=%s; %s get nodes\nlogs: %s\n",
 		c.KubeconfigPath(), c.KubeconfigPath(), filepath.Join(c.AssetsDir, "kubectl"), filepath.Join(c.StateDir, "logs"))
 	return nil
@@ -128,4 +144,23 @@ func daemonSetReady(ds *appsv1.DaemonSet) bool {
 	s := ds.Status
 	return s.ObservedGeneration >= ds.Generation && s.DesiredNumberScheduled > 0 &&
 		s.NumberReady == s.DesiredNumberScheduled && s.UpdatedNumberScheduled == s.DesiredNumberScheduled
+}
+
+// printRealNodes prints `kubectl get nodes -o wide` (kubelet version and
+// container runtime of every node) and each node's `crictl ps`.
+func printRealNodes(ctx context.Context, c *Config, w io.Writer) {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	fmt.Fprintln(w, "\n$ kubectl get nodes -o wide")
+	if b, err := c.Kubectl(ctx, "get", "nodes", "-o", "wide").CombinedOutput(); err == nil {
+		w.Write(b)
+	}
+	for i := 1; i <= c.Nodes; i++ {
+		fmt.Fprintf(w, "\n$ crictl ps   # on %s\n", c.NodeName(i))
+		b, err := c.Crictl(ctx, i, "ps").Output()
+		w.Write(b)
+		if err != nil {
+			fmt.Fprintf(w, "crictl: %v\n", err)
+		}
+	}
 }

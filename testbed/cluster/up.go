@@ -76,7 +76,12 @@ func Up(ctx context.Context, c Config, out Printf) (*State, error) {
 	if err := startControlPlane(ctx, &c, st, out); err != nil {
 		return st, err
 	}
-	if err := startNodes(&c, st, out); err != nil {
+	if c.Real() {
+		err = startRealNodes(ctx, &c, st, out)
+	} else {
+		err = startNodes(&c, st, out)
+	}
+	if err != nil {
 		return st, err
 	}
 	if err := waitNodesReady(ctx, &c, 2*time.Minute); err != nil {
@@ -88,7 +93,7 @@ func Up(ctx context.Context, c Config, out Printf) (*State, error) {
 
 func sameShape(a, b Config) bool {
 	return a.Name == b.Name && a.Nodes == b.Nodes && a.Subnet == b.Subnet && a.ServiceCIDR == b.ServiceCIDR &&
-		a.APIServerPort == b.APIServerPort && a.EtcdPort == b.EtcdPort
+		a.APIServerPort == b.APIServerPort && a.EtcdPort == b.EtcdPort && a.NodeMode == b.NodeMode && a.PodCIDR == b.PodCIDR
 }
 
 func (s *State) anyAlive() bool {
@@ -100,17 +105,25 @@ func (s *State) anyAlive() bool {
 	return false
 }
 
-// checkTools verifies the programs and binaries the cluster needs.
+// checkTools verifies the programs, binaries and kernel features the
+// cluster needs; each error names what is missing and how to get it.
 func checkTools(c *Config) error {
-	for _, t := range []string{"ip", "unshare", "nsenter", "losetup"} {
+	for _, t := range []string{"ip", "unshare", "nsenter", "losetup", "mount"} {
 		if _, err := exec.LookPath(t); err != nil {
-			return fmt.Errorf("%s not found (iproute2 / util-linux): %w", t, err)
+			return fmt.Errorf("%s not found (apt-get install iproute2 util-linux mount): %w", t, err)
 		}
 	}
-	for _, b := range []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"} {
+	bins := []string{"etcd", "kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubectl"}
+	if c.Real() {
+		bins = append(bins, "kubelet", "kube-proxy")
+	}
+	for _, b := range bins {
 		if !exists(filepath.Join(c.AssetsDir, b)) {
 			return fmt.Errorf("%s missing in %s; run `make testbin`", b, c.AssetsDir)
 		}
+	}
+	if c.Real() {
+		return checkRealNodeTools(c)
 	}
 	if !filepath.IsAbs(c.AgentBinary) || !exists(c.AgentBinary) {
 		return fmt.Errorf("agent binary %q: want an existing absolute path (bin/lhcluster)", c.AgentBinary)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,10 +27,15 @@ type Endpoint struct {
 	Node string
 	// Frontend is "nbd" or "iscsi".
 	Frontend longhorn.VolumeFrontend
-	// URI is the engine's status.endpoint, e.g.
-	// nbd+unix:///vol?socket=/var/run/longhorn/nbd/vol.sock or
-	// iscsi://10.99.0.1:3260/iqn.2019-10.io.longhorn:vol/1.
+	// URI is the engine's status.endpoint as a command inside the node
+	// reaches it, e.g.
+	// nbd+unix:///vol?socket=/var/run/longhorn/nbd/vol.sock (on a real
+	// node the socket path is under /proc/PID/root of the instance-manager
+	// container, NodeLocalPath) or
+	// iscsi://10.100.1.5:10001/iqn.2019-10.io.longhorn:vol/1.
 	URI string
+	// Status is the engine's status.endpoint as the engine reports it.
+	Status string
 }
 
 // Attach asks for the volume on node through a longhorn-api attachment
@@ -150,11 +156,19 @@ func (c *Cluster) Endpoint(ctx context.Context, volume string) (Endpoint, error)
 		if e.Status.CurrentState != longhorn.InstanceStateRunning || e.Status.Endpoint == "" {
 			continue
 		}
-		fe, err := FrontendOf(e.Status.Endpoint)
+		t, err := ParseEndpoint(e.Status.Endpoint)
 		if err != nil {
 			return Endpoint{}, fmt.Errorf("engine %s: %w", e.Name, err)
 		}
-		return Endpoint{Volume: volume, Engine: e.Name, Node: e.Spec.NodeID, Frontend: fe, URI: e.Status.Endpoint}, nil
+		uri := e.Status.Endpoint
+		if t.Socket != "" {
+			local, err := c.NodeLocalPath(ctx, e.Spec.NodeID, t.Socket)
+			if err != nil {
+				return Endpoint{}, fmt.Errorf("engine %s: %w", e.Name, err)
+			}
+			uri = strings.Replace(uri, "socket="+t.Socket, "socket="+local, 1)
+		}
+		return Endpoint{Volume: volume, Engine: e.Name, Node: e.Spec.NodeID, Frontend: t.Frontend, URI: uri, Status: e.Status.Endpoint}, nil
 	}
 	return Endpoint{}, fmt.Errorf("volume %s: no running engine with an endpoint (%d engines)", volume, len(es.Items))
 }

@@ -17,6 +17,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/longhorn-go/longhorn/internal/procstat"
 	"github.com/longhorn-go/longhorn/testbed/cluster/nodeagent"
 	"github.com/longhorn-go/longhorn/types"
 )
@@ -115,10 +116,82 @@ func (c *Cluster) nodeCmd(ctx context.Context, node string, argv []string) (*exe
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"-t", strconv.Itoa(pid), "-m", "-n", "--"}, argv...)
-	cmd := exec.CommandContext(ctx, "nsenter", args...)
+	cmd := exec.CommandContext(ctx, "nsenter", append(nsenterArgs(pid), argv...)...)
 	cmd.Env = []string{"PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C"}
 	return cmd, nil
+}
+
+// nsenterArgs are nsenter's options for a command "inside the node" of
+// the instance-manager process pid. On a real node (the process runs in a
+// container: its root is another file system) that is the node's mount
+// namespace, where containerd's shim runs (host tools, the node's
+// /var/lib/longhorn), joined with the pod's network namespace; with the
+// node agent (pods are host processes) the process's own namespaces.
+func nsenterArgs(pid int) []string {
+	if ppid, ok := containerParent(pid); ok {
+		return []string{"--mount=/proc/" + strconv.Itoa(ppid) + "/ns/mnt", "--net=/proc/" + strconv.Itoa(pid) + "/ns/net", "--"}
+	}
+	return []string{"-t", strconv.Itoa(pid), "-m", "-n", "--"}
+}
+
+// containerParent reports whether pid runs in a container (its root
+// directory is not the host's) and returns its parent (the shim) then.
+func containerParent(pid int) (int, bool) {
+	var root, host syscall.Stat_t
+	if syscall.Stat("/proc/"+strconv.Itoa(pid)+"/root/", &root) != nil || syscall.Stat("/", &host) != nil {
+		return 0, false
+	}
+	if root.Dev == host.Dev && root.Ino == host.Ino {
+		return 0, false
+	}
+	st, err := procstat.Read(pid)
+	if err != nil || st.PPID <= 1 {
+		return 0, false
+	}
+	return st.PPID, true
+}
+
+// NodeLocalPath returns the path under which a command inside node (see
+// NodeExec) finds path p of the node's instance-manager container: p
+// itself with the node agent, /proc/PID/root/p on a real node (the
+// engine's NBD sockets live in the container's file system).
+func (c *Cluster) NodeLocalPath(ctx context.Context, node, p string) (string, error) {
+	pid, err := c.InstanceManagerPID(ctx, node)
+	if err != nil {
+		return "", err
+	}
+	if _, ok := containerParent(pid); ok {
+		root := "/proc/" + strconv.Itoa(pid) + "/root"
+		return root + resolveIn(root, p), nil
+	}
+	return p, nil
+}
+
+// resolveIn resolves the symbolic links of the directories of p (an
+// absolute path) inside root, as the container sees them: an absolute
+// link target starts again at root (/var/run -> /run in a Debian image),
+// not at the host's /. The last element is kept as is (a socket).
+func resolveIn(root, p string) string {
+	parts := strings.Split(strings.Trim(filepath.Clean(p), "/"), "/")
+	cur := "/"
+	for hops := 0; len(parts) > 0 && hops < 40; {
+		next := filepath.Join(cur, parts[0])
+		parts = parts[1:]
+		if len(parts) == 0 {
+			return next
+		}
+		t, err := os.Readlink(root + next)
+		if err != nil {
+			cur = next
+			continue
+		}
+		hops++
+		if filepath.IsAbs(t) {
+			cur = "/"
+		}
+		parts = append(strings.Split(strings.Trim(filepath.Clean(t), "/"), "/"), parts...)
+	}
+	return filepath.Join(append([]string{cur}, parts...)...)
 }
 
 // NodeProcess is a long-running command started inside a node by NodeStart.

@@ -1,0 +1,16 @@
+// Command kubelet is the upstream Kubernetes node agent, built from
+// k8s.io/kubernetes for the test bed's real nodes (testbed/cluster).
+package main
+
+import (
+	"context"
+	"os"
+
+	"k8s.io/component-base/cli"
+	_ "k8s.io/component-base/logs/json/register"
+	_ "k8s.io/component-base/metrics/prometheus/clientgo"
+	_ "k8s.io/component-base/metrics/prometheus/version"
+	"k8s.io/kubernetes/cmd/kubelet/app"
+)
+
+func main() { os.Exit(cli.Run(app.NewKubeletCommand(context.Background()))) }

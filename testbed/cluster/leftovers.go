@@ -1,0 +1,65 @@
+package cluster
+
+import (
+	"bufio"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+)
+
+// Leftovers lists what of cluster c still exists on this machine after
+// Down: processes of its cgroup (containers, shims, daemons), live
+// processes it recorded, network namespaces, the bridge, routes of its
+// service and pod ranges, mounts under its state directory (mount
+// namespace files among them), cgroup v1 and v2 directories, and loop
+// devices backed by files under the state directory. An empty list means
+// Down removed everything.
+func Leftovers(c Config) []string {
+	var out []string
+	if st, err := LoadState(c.StateDir); err == nil {
+		for name, p := range st.Procs {
+			if p.Alive() {
+				out = append(out, fmt.Sprintf("process %s (pid %d)", name, p.PID))
+			}
+		}
+	}
+	if cg := clusterCgroup(&c); cg != nil && exists(cg.Path) {
+		pids, _ := cg.Procs()
+		out = append(out, fmt.Sprintf("cgroup %s (%d processes)", cg.Path, len(pids)))
+	}
+	for _, mnt := range v1Hierarchies() {
+		if d := filepath.Join(mnt, c.CgroupName()); exists(d) {
+			out = append(out, "cgroup v1 "+d)
+		}
+	}
+	ents, _ := os.ReadDir("/run/netns")
+	for _, e := range ents {
+		if strings.HasPrefix(e.Name(), c.Name+"-node-") {
+			out = append(out, "netns "+e.Name())
+		}
+	}
+	if linkExists(c.Bridge()) {
+		out = append(out, "bridge "+c.Bridge())
+	}
+	if r, _ := ip("route", "show"); r != "" {
+		for _, line := range strings.Split(r, "\n") {
+			if strings.Contains(line, c.ServiceCIDR.String()) || c.PodCIDR.IsValid() && strings.Contains(line, c.PodCIDR.String()) {
+				out = append(out, "route "+strings.TrimSpace(line))
+			}
+		}
+	}
+	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
+		sc := bufio.NewScanner(f)
+		for sc.Scan() {
+			if fs := strings.Fields(sc.Text()); len(fs) >= 5 && under(fs[4], c.StateDir) {
+				out = append(out, "mount "+fs[4])
+			}
+		}
+		f.Close()
+	}
+	if n, _ := countLoops(c.StateDir); n > 0 {
+		out = append(out, fmt.Sprintf("%d loop devices backed by files under %s", n, c.StateDir))
+	}
+	return out
+}
