@@ -64,7 +64,9 @@ func TestScan(t *testing.T) {
 func TestMakePlan(t *testing.T) {
 	tgt := Target{Namespace: "longhorn-system", Node: "n1", DiskPath: "/var/lib/longhorn", DiskUUID: "u1",
 		Frontend: longhorn.VolumeFrontendBlockDev, Now: "2026-12-01T00:00:00Z"}
-	ok := func(dir, vol string, size int64) Found { return Found{Dir: dir, Volume: vol, Size: size, Head: "volume-head-001.img"} }
+	ok := func(dir, vol string, size int64) Found {
+		return Found{Dir: dir, Volume: vol, Size: size, Head: "volume-head-001.img"}
+	}
 	existing := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: "old"}, Spec: longhorn.VolumeSpec{Size: 1 << 20}}
 	existing.Status.State = longhorn.VolumeStateDetached
 	attached := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: "busy"}, Spec: longhorn.VolumeSpec{Size: 1 << 20}}
