@@ -48,7 +48,9 @@ func newSnapshotController(e *env) (runner, error) {
 	return c, nil
 }
 
-func (c *SnapshotController) run(ctx context.Context, workers int) error { return c.w.Run(ctx, workers) }
+func (c *SnapshotController) run(ctx context.Context, workers int) error {
+	return c.w.Run(ctx, workers)
+}
 
 func (c *SnapshotController) sync(ctx context.Context, key string) (Result, error) {
 	if k, ok := strings.CutPrefix(key, engineKeyPrefix); ok {

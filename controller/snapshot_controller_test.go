@@ -40,7 +40,10 @@ func TestSnapshotObjectsFollowEngine(t *testing.T) {
 	if _, err := f.lh.LonghornV1beta2().Snapshots(testNS).Update(f.ctx, s, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, func() bool { o, err := f.ds.GetSnapshotRO(f.ctx, "s1"); return err == nil && o.DeletionTimestamp != nil })
+	waitFor(t, func() bool {
+		o, err := f.ds.GetSnapshotRO(f.ctx, "s1")
+		return err == nil && o.DeletionTimestamp != nil
+	})
 	if _, err := c.sync(f.ctx, testNS+"/s1"); err != nil {
 		t.Fatal(err)
 	}
