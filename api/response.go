@@ -148,18 +148,27 @@ func baseURL(r *http.Request) string {
 		host = h
 	}
 	if p := first("X-Forwarded-Port"); p != "" {
-		if n, err := strconv.Atoi(p); err == nil && n > 0 && n < 65536 {
-			if h, _, err := net.SplitHostPort(host); err == nil {
-				host = h
-			}
-			host = strings.Trim(host, "[]")
-			if strings.Contains(host, ":") {
-				host = "[" + host + "]"
-			}
-			if n != 80 && n != 443 {
-				host += ":" + p
-			}
-		}
+		host = withForwardedPort(host, p)
 	}
 	return scheme + "://" + host
+}
+
+// withForwardedPort replaces host's port by an X-Forwarded-Port p (1-65535;
+// 80 and 443 are left out); another p leaves host as it is.
+func withForwardedPort(host, p string) string {
+	n, err := strconv.Atoi(p)
+	if err != nil || n <= 0 || n >= 65536 {
+		return host
+	}
+	if h, _, err := net.SplitHostPort(host); err == nil {
+		host = h
+	}
+	host = strings.Trim(host, "[]")
+	if strings.Contains(host, ":") {
+		host = "[" + host + "]"
+	}
+	if n != 80 && n != 443 {
+		host += ":" + p
+	}
+	return host
 }

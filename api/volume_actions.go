@@ -114,7 +114,8 @@ var volumeUpdateActions = []string{
 }
 
 var (
-	snapshotCRActions  = []string{"snapshotCRCreate", "snapshotCRGet", "snapshotCRList", "snapshotCRDelete"}
+	snapshotCRReads    = []string{"snapshotCRGet", "snapshotCRList"}
+	snapshotCRWrites   = []string{"snapshotCRCreate", "snapshotCRDelete"}
 	engineSnapActions  = []string{ActionSnapshotPurge, ActionSnapshotCreate, ActionSnapshotList, ActionSnapshotGet, ActionSnapshotDelete, ActionSnapshotRevert}
 	recurringActions   = []string{"recurringJobAdd", "recurringJobList", "recurringJobDelete"}
 	kubernetesActions  = []string{"pvCreate", "pvcCreate"}
@@ -123,10 +124,12 @@ var (
 
 // volumeActions returns the actions valid for a volume in its state, as
 // Longhorn advertises them: attach and detach always; a faulted volume
-// only salvage; otherwise the snapshot CR actions, and by state: detached
-// and attached take expand, replicaRemove, the update actions and the
-// PV/PVC and recurring job actions, attached also the engine snapshot
-// actions, attaching only the recurring job actions. activate needs a
+// only salvage; otherwise snapshotCRGet/List, and by state: detached and
+// attached take expand, replicaRemove, the update actions and the PV/PVC
+// and recurring job actions, attached also the engine snapshot actions and
+// snapshotCRCreate/Delete (taken by the engine: no Snapshot controller
+// attaches a detached volume for them), attaching only the recurring job
+// actions. activate needs a
 // standby volume, cancelExpansion an expansion in progress; actions whose
 // feature is missing (unsupportedVolumeActions) are never listed.
 func volumeActions(v *longhorn.Volume) []string {
@@ -134,7 +137,7 @@ func volumeActions(v *longhorn.Volume) []string {
 	if v.Status.Robustness == longhorn.VolumeRobustnessFaulted {
 		return append(actions, ActionSalvage)
 	}
-	actions = append(actions, snapshotCRActions...)
+	actions = append(actions, snapshotCRReads...)
 	switch v.Status.State {
 	case longhorn.VolumeStateDetached, longhorn.VolumeStateAttached:
 		actions = append(actions, ActionExpand)
@@ -144,6 +147,7 @@ func volumeActions(v *longhorn.Volume) []string {
 		actions = append(actions, recurringActions...)
 		if v.Status.State == longhorn.VolumeStateAttached {
 			actions = append(actions, engineSnapActions...)
+			actions = append(actions, snapshotCRWrites...)
 		}
 	case longhorn.VolumeStateAttaching:
 		actions = append(actions, recurringActions...)

@@ -114,3 +114,73 @@ func TestBackupTargetSync(t *testing.T) {
 		}
 	}
 }
+
+func countBlocks(t *testing.T, root string) int {
+	t.Helper()
+	n := 0
+	_ = filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && strings.HasSuffix(p, ".blk") {
+			n++
+		}
+		return nil
+	})
+	return n
+}
+
+// A BackupVolume sync creates a Completed Backup object per backup in the
+// store; deleting the Backup objects removes the backups and every block
+// they alone used.
+func TestBackupVolumeSyncAndBackupDeletion(t *testing.T) {
+	dir := copyFixture(t)
+	bt := backupTarget("vfs://" + dir)
+	bt.Status.Available = true
+	bv := &longhorn.BackupVolume{ObjectMeta: metav1.ObjectMeta{Name: "lh-fixture", Namespace: testNS,
+		Labels: map[string]string{labelBackupTarget: "default", labelBackupVolume: "lh-fixture"}},
+		Spec: longhorn.BackupVolumeSpec{BackupTargetName: "default", VolumeName: "lh-fixture"}}
+	f := newFixture(t, bt, bv)
+	bvc := fixtureController[*BackupVolumeController](f)
+	bc := fixtureController[*BackupController](f)
+	key := testNS + "/lh-fixture"
+	if _, err := bvc.syncBackupVolume(f.ctx, key); err != nil { // adds the finalizer
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		o, err := f.ds.GetBackupVolumeRO(f.ctx, "lh-fixture")
+		return err == nil && len(o.Finalizers) == 1
+	})
+	if _, err := bvc.syncBackupVolume(f.ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := f.lh.LonghornV1beta2().BackupVolumes(testNS).Get(f.ctx, "lh-fixture", metav1.GetOptions{})
+	if got.Status.LastBackupName != "backup-fedcba9876543210" || got.Status.Size != "6291456" {
+		t.Fatalf("backup volume status %+v", got.Status)
+	}
+	blocks := filepath.Join(dir, "backupstore/volumes/b8/e3/lh-fixture/blocks")
+	if n := countBlocks(t, blocks); n != 4 {
+		t.Fatalf("%d blocks before deletion", n)
+	}
+	for i, tc := range []struct {
+		name      string
+		remaining int
+	}{{"backup-0123456789abcdef", 3}, {"backup-fedcba9876543210", 0}} {
+		b, err := f.lh.LonghornV1beta2().Backups(testNS).Get(f.ctx, tc.name, metav1.GetOptions{})
+		if err != nil || b.Status.State != longhorn.BackupStateCompleted || b.Status.SnapshotName != []string{"snap-1", "snap-2"}[i] {
+			t.Fatalf("backup object %s: %+v %v", tc.name, b, err)
+		}
+		now := metav1.NewTime(f.now)
+		b.DeletionTimestamp = &now
+		if _, err := f.lh.LonghornV1beta2().Backups(testNS).Update(f.ctx, b, metav1.UpdateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		waitFor(t, func() bool {
+			o, err := f.ds.GetBackupRO(f.ctx, tc.name)
+			return err == nil && o.DeletionTimestamp != nil
+		})
+		if _, err := bc.syncBackup(f.ctx, testNS+"/"+tc.name); err != nil {
+			t.Fatal(err)
+		}
+		if n := countBlocks(t, blocks); n != tc.remaining {
+			t.Fatalf("after deleting %s: %d blocks, want %d", tc.name, n, tc.remaining)
+		}
+	}
+}

@@ -98,6 +98,7 @@ type Controller struct {
 	snapshotMaxSize       int64
 	syncLimit             int
 	rebuilds              map[string]*rebuildState
+	purgeCancel           context.CancelFunc // stops watchPurge
 	wg                    sync.WaitGroup
 }
 
@@ -223,6 +224,9 @@ func (c *Controller) Shutdown() error {
 	c.started = false
 	for _, rb := range c.rebuilds {
 		rb.cancel()
+	}
+	if c.purgeCancel != nil {
+		c.purgeCancel()
 	}
 	c.mu.Unlock()
 	c.wg.Wait()

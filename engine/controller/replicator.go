@@ -67,9 +67,6 @@ func ParseMode(s string) (Mode, error) {
 
 // Errors of the I/O path.
 var (
-	// ErrUnmapDuringRebuild: Longhorn refuses unmap while a WO replica exists,
-	// because the rebuilding replica's older layers are not there yet.
-	ErrUnmapDuringRebuild = errors.New("controller: cannot unmap while a replica is rebuilding (WO)")
 	// ErrExpanding is returned for unmap during an expansion, as Longhorn does.
 	ErrExpanding = errors.New("controller: volume is expanding")
 )
@@ -107,6 +104,8 @@ type replicator struct {
 	lastRead atomic.Uint32
 	// expanding is set while an expansion runs (unmap is refused then).
 	expanding atomic.Bool
+	// unmapSkipped is set once an unmap was skipped for a rebuild (logged once).
+	unmapSkipped atomic.Bool
 
 	// sectorLocks serialize read-modify-write of partial sectors.
 	sectorLocks [64]sync.Mutex
@@ -336,11 +335,19 @@ func (r *replicator) UnmapAt(length uint32, off int64) (int, error) {
 	if r.expanding.Load() {
 		return 0, ErrExpanding
 	}
-	for _, b := range r.list() {
-		if b.getMode() == ModeWO {
-			return 0, ErrUnmapDuringRebuild
+	if r.rebuilding() {
+		// The rebuilding replica's older layers are still being copied, so
+		// it cannot decide per sector as the RW replicas do, and unmapping
+		// only some replicas would make them differ. As Longhorn's fix
+		// (longhorn-engine#1008): the unmap succeeds and changes nothing
+		// on any replica (a valid unmap result: the range keeps the data
+		// from before it); fstrim after the rebuild reclaims the space.
+		if !r.unmapSkipped.Swap(true) {
+			r.log.Warn("unmap skipped while a replica is rebuilding (WO); the data stays, trim again after the rebuild")
 		}
+		return int(length), nil
 	}
+	r.unmapSkipped.Store(false)
 	end := off + int64(length)
 	inner0 := (off + SectorSize - 1) &^ (SectorSize - 1)
 	inner1 := end &^ (SectorSize - 1)
@@ -365,6 +372,16 @@ func (r *replicator) UnmapAt(length uint32, off int64) (int, error) {
 		}
 	}
 	return int(length), nil
+}
+
+// rebuilding reports whether a replica is WO.
+func (r *replicator) rebuilding() bool {
+	for _, b := range r.list() {
+		if b.getMode() == ModeWO {
+			return true
+		}
+	}
+	return false
 }
 
 func (r *replicator) zeroRange(from, to int64) error {

@@ -308,6 +308,15 @@ func (c *Controller) Purge(ctx context.Context, skipIfInProgress bool) error {
 		_, err := b.rem.agent.SnapshotPurge(ctx, empty)
 		return err
 	})
+	var started []*backend
+	for i, err := range errs {
+		if err == nil {
+			started = append(started, bs[i])
+		}
+	}
+	if len(started) > 0 {
+		c.watchPurge(started)
+	}
 	return c.settle("purge", bs, errs)
 }
 

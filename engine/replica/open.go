@@ -138,6 +138,10 @@ func loadState(dir string, opts *Options, repair bool) (*state, error) {
 		st.closeFiles()
 		return nil, err
 	}
+	if err := st.checkLayerSizes(); err != nil {
+		st.closeFiles()
+		return nil, err
+	}
 	if err := st.buildIndex(); err != nil {
 		st.closeFiles()
 		return nil, err
@@ -370,6 +374,31 @@ func (st *state) checkHeadSize() error {
 	}
 	if fi.Size() != size {
 		return fmt.Errorf("%w: %s Size %d but head %s is %d bytes", ErrCorrupt, VolumeMetaFile, size, st.meta.Head, fi.Size())
+	}
+	return nil
+}
+
+// checkLayerSizes requires every snapshot file of the chain to have a
+// sector-aligned, positive apparent size no larger than its child's: every
+// layer is created at the volume size of its time and volumes only grow
+// (Expand and a revert after it start a larger head over smaller
+// snapshots). A layer that is larger than its child, unaligned or empty
+// (truncated under the replica) would make this replica's data silently
+// differ from the others', so it is ErrCorrupt and the replica is rebuilt.
+func (st *state) checkLayerSizes() error {
+	childSize := st.meta.Size
+	for i := len(st.layers) - 2; i > st.backing; i-- {
+		l := st.layers[i]
+		fi, err := l.f.Stat()
+		if err != nil {
+			return fmt.Errorf("replica: stat %s: %w", l.name, err)
+		}
+		size := fi.Size()
+		if size <= 0 || size%SectorSize != 0 || size > childSize {
+			return fmt.Errorf("%w: layer %s is %d bytes; a snapshot is a positive multiple of %d bytes no larger than its child (%d)",
+				ErrCorrupt, l.name, size, SectorSize, childSize)
+		}
+		childSize = size
 	}
 	return nil
 }

@@ -115,6 +115,12 @@ func (s *Store) purgeOne(ctx context.Context, name string, progress sparse.Progr
 		s.mu.RUnlock()
 		return "", err
 	}
+	// A layer of the wrong size (truncated under us) must fail the purge,
+	// not be folded into the chain as if it held the data.
+	if err := s.st.checkLayerSizes(); err != nil {
+		s.mu.RUnlock()
+		return "", err
+	}
 	plan := s.planLocked(disk)
 	s.mu.RUnlock()
 	if len(plan) == 0 {

@@ -28,7 +28,7 @@ func Schema() []byte {
 		"privateRegistry":           privateRegistrySchema(),
 		"longhornManager":           managerSchema(),
 		"longhornDriver":            ignoredComponent("the CSI driver deployer (CSI is deployed by the manager)"),
-		"longhornUI":                ignoredComponent("the UI Deployment (the manager serves the UI on port 9500)"),
+		"longhornUI":                uiSchema(),
 		"longhornConversionWebhook": ignoredComponent("the conversion webhook Deployment (it runs in the manager, port 9501)"),
 		"longhornAdmissionWebhook":  ignoredComponent("the admission webhook Deployment (it runs in the manager, port 9502)"),
 		"longhornRecoveryBackend":   ignoredComponent("the recovery backend Deployment (it runs in the manager, port 9503)"),
@@ -140,7 +140,28 @@ func serviceSchema() map[string]any {
 		"annotations":              stringMap(""),
 		"labels":                   stringMap(""),
 	})
-	return object(map[string]any{"manager": mgr, "ui": anyObject("Longhorn's longhorn-frontend Service; accepted and not used (the UI is on longhorn-backend)")})
+	ui := object(map[string]any{
+		"type":                     enum("type of Service longhorn-frontend (the web UI, port 80)", "ClusterIP", "NodePort", "LoadBalancer"),
+		"nodePort":                 map[string]any{"type": []any{"string", "integer", "null"}},
+		"loadBalancerIP":           jsType("string", ""),
+		"loadBalancerSourceRanges": map[string]any{"type": []any{"string", "array"}},
+		"loadBalancerClass":        jsType("string", ""),
+		"annotations":              stringMap(""),
+		"labels":                   stringMap(""),
+	})
+	return object(map[string]any{"manager": mgr, "ui": ui})
+}
+
+// uiSchema is longhornUI: the longhorn-ui Deployment (`longhorn ui`).
+func uiSchema() map[string]any {
+	return object(map[string]any{
+		"replicas":      map[string]any{"type": "integer", "minimum": 0, "description": "replicas of Deployment longhorn-ui"},
+		"priorityClass": map[string]any{"type": []any{"string", "null"}},
+		"tolerations":   map[string]any{"type": []any{"array", "null"}},
+		"nodeSelector":  stringMap(""),
+		"resources":     map[string]any{"type": []any{"object", "null"}},
+		"affinity":      map[string]any{"type": []any{"object", "null"}, "description": "affinity of the longhorn-ui pods (default: spread over nodes)"},
+	})
 }
 
 func persistenceSchema() map[string]any {

@@ -96,63 +96,76 @@ func upCommand() *cli.Command {
 			&cli.StringFlag{Name: "values", Usage: "values file for --helm"},
 			&cli.DurationFlag{Name: "manifest-timeout", Value: 5 * time.Minute},
 		),
-		Action: func(c *cli.Context) error {
-			cfg, err := configFrom(c)
-			if err != nil {
-				return err
-			}
-			if cfg.AssetsDir, err = filepath.Abs(c.String("assets")); err != nil {
-				return err
-			}
-			if cfg.AgentBinary, err = os.Executable(); err != nil {
-				return err
-			}
-			if cfg.PauseBinary, err = filepath.Abs(c.String("pause-binary")); err != nil {
-				return err
-			}
-			for _, a := range c.StringSlice("image-archive") {
-				if _, err := os.Stat(a); err != nil {
-					printf("image archive %s: %v: not imported", a, err)
-					continue
-				}
-				abs, err := filepath.Abs(a)
-				if err != nil {
-					return err
-				}
-				cfg.ImageArchives = append(cfg.ImageArchives, abs)
-			}
-			cfg.Images = map[string]string{}
-			for _, m := range c.StringSlice("image") {
-				pat, bin, ok := strings.Cut(m, "=")
-				if !ok {
-					return fmt.Errorf("--image %q: want PATTERN=BINARY", m)
-				}
-				if cfg.Images[pat], err = filepath.Abs(bin); err != nil {
-					return err
-				}
-			}
-			ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-			defer cancel()
-			t0 := time.Now()
-			st, err := cluster.Up(ctx, cfg, printf)
-			if err != nil {
-				return err
-			}
-			if m := c.String("manifest"); m != "" {
-				if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
-					printf("%s does not exist yet: not applied", m)
-				} else if err := cluster.ApplyManifest(ctx, &st.Config, m, c.Duration("manifest-timeout"), printf); err != nil {
-					return err
-				}
-			} else if h := c.String("helm"); h != "" {
-				if err := helmInstall(ctx, &st.Config, h, c.String("chart"), c.String("values"), c.Duration("manifest-timeout")); err != nil {
-					return err
-				}
-			}
-			printf("cluster up in %.1fs", time.Since(t0).Seconds())
-			return cluster.PrintStatus(ctx, st, os.Stdout)
-		},
+		Action: upAction,
 	}
+}
+
+// upAction runs `up`: the cluster, then the manifest or the Helm chart.
+func upAction(c *cli.Context) error {
+	cfg, err := upConfig(c)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	t0 := time.Now()
+	st, err := cluster.Up(ctx, cfg, printf)
+	if err != nil {
+		return err
+	}
+	if m := c.String("manifest"); m != "" {
+		if _, err := os.Stat(m); errors.Is(err, fs.ErrNotExist) {
+			printf("%s does not exist yet: not applied", m)
+		} else if err := cluster.ApplyManifest(ctx, &st.Config, m, c.Duration("manifest-timeout"), printf); err != nil {
+			return err
+		}
+	} else if h := c.String("helm"); h != "" {
+		if err := helmInstall(ctx, &st.Config, h, c.String("chart"), c.String("values"), c.Duration("manifest-timeout")); err != nil {
+			return err
+		}
+	}
+	printf("cluster up in %.1fs", time.Since(t0).Seconds())
+	return cluster.PrintStatus(ctx, st, os.Stdout)
+}
+
+// upConfig reads up's flags: paths made absolute, image archives that exist,
+// PATTERN=BINARY image mappings.
+func upConfig(c *cli.Context) (cluster.Config, error) {
+	cfg, err := configFrom(c)
+	if err != nil {
+		return cfg, err
+	}
+	if cfg.AssetsDir, err = filepath.Abs(c.String("assets")); err != nil {
+		return cfg, err
+	}
+	if cfg.AgentBinary, err = os.Executable(); err != nil {
+		return cfg, err
+	}
+	if cfg.PauseBinary, err = filepath.Abs(c.String("pause-binary")); err != nil {
+		return cfg, err
+	}
+	for _, a := range c.StringSlice("image-archive") {
+		if _, err := os.Stat(a); err != nil {
+			printf("image archive %s: %v: not imported", a, err)
+			continue
+		}
+		abs, err := filepath.Abs(a)
+		if err != nil {
+			return cfg, err
+		}
+		cfg.ImageArchives = append(cfg.ImageArchives, abs)
+	}
+	cfg.Images = map[string]string{}
+	for _, m := range c.StringSlice("image") {
+		pat, bin, ok := strings.Cut(m, "=")
+		if !ok {
+			return cfg, fmt.Errorf("--image %q: want PATTERN=BINARY", m)
+		}
+		if cfg.Images[pat], err = filepath.Abs(bin); err != nil {
+			return cfg, err
+		}
+	}
+	return cfg, nil
 }
 
 func downCommand() *cli.Command {

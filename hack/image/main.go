@@ -36,18 +36,18 @@ import (
 
 // Options of one build.
 type Options struct {
-	Binary   string // the longhorn binary to put in the image
+	Binary string // the longhorn binary to put in the image
 	// ExtraBins are more executables put beside it in /usr/local/bin (the
 	// CSI sidecars: make image passes $(IMAGE_EXTRA_BINS), hack/make/csi.mk).
 	ExtraBins []string
-	Packages string // package list file
-	Ref      string // image reference, e.g. longhornio/longhorn:v0.1.0
-	Out      string // OCI archive to write
-	Cache    string // cache directory of base layers
-	Suite    string // Debian release
-	Mirror   string // Debian mirror
-	Version  string // org.opencontainers.image.version label
-	Revision string // org.opencontainers.image.revision label
+	Packages  string // package list file
+	Ref       string // image reference, e.g. longhornio/longhorn:v0.1.0
+	Out       string // OCI archive to write
+	Cache     string // cache directory of base layers
+	Suite     string // Debian release
+	Mirror    string // Debian mirror
+	Version   string // org.opencontainers.image.version label
+	Revision  string // org.opencontainers.image.revision label
 }
 
 func main() {

@@ -125,6 +125,28 @@ func testRESTClient(t *testing.T, c *cluster) {
 	if _, err := cli.Action(v, "snapshotDelete", map[string]any{"name": "rest-snap"}); err != nil {
 		t.Fatal(err)
 	}
+	// A Snapshot object, as Longhorn's CSI driver makes one: taken by the
+	// engine, ready to use, then deleted from the engine with the object.
+	cr, err := cli.Action(v, "snapshotCRCreate", map[string]any{"name": "rest-cr-snap"})
+	if err != nil || cr["readyToUse"] != true || cr.Str("creationTime") == "" {
+		t.Fatalf("snapshotCRCreate: %v %v", cr, err)
+	}
+	if got, err := cli.Action(v, "snapshotCRGet", map[string]any{"name": "rest-cr-snap"}); err != nil || got["readyToUse"] != true {
+		t.Fatalf("snapshotCRGet: %v %v", got, err)
+	}
+	if _, err := cli.Action(v, "snapshotCRDelete", map[string]any{"name": "rest-cr-snap"}); err != nil {
+		t.Fatal(err)
+	}
+	waitObj(t, "snapshot removed in the engine", 30*time.Second, func() (gdapi.Object, error) {
+		return cli.Action(v, "snapshotList", nil)
+	}, func(list gdapi.Object) bool {
+		for _, s := range list.Data() {
+			if s.Str("name") == "rest-cr-snap" && s["removed"] != true {
+				return false
+			}
+		}
+		return true
+	})
 	if _, err := cli.Action(v, "snapshotPurge", nil); err != nil {
 		t.Fatal(err)
 	}

@@ -118,6 +118,33 @@ func copyCgroupFile(from, to, name string) error {
 // removeV1Cgroups kills the processes left in /<top> of every v1
 // hierarchy (SIGKILL), then removes its directories, children first. It
 // returns how many directories it removed.
+// killCgroupProcs sends SIGKILL to every process listed in the dirs' cgroup.procs.
+func killCgroupProcs(dirs []string) {
+	for _, d := range dirs {
+		b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
+		for _, f := range strings.Fields(string(b)) {
+			if pid, err := strconv.Atoi(f); err == nil {
+				_ = syscall.Kill(pid, syscall.SIGKILL)
+			}
+		}
+	}
+}
+
+// removeCgroupDir removes an empty cgroup directory, retrying while the
+// kernel reports it busy, until deadline.
+func removeCgroupDir(d string, deadline time.Time) error {
+	for {
+		err := os.Remove(d)
+		if err == nil || errors.Is(err, fs.ErrNotExist) {
+			return nil
+		}
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return fmt.Errorf("cgroup remove %s: %w", d, err)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
 func removeV1Cgroups(top string, timeout time.Duration) (int, error) {
 	n := 0
 	var errs []error
@@ -133,29 +160,15 @@ func removeV1Cgroups(top string, timeout time.Duration) (int, error) {
 		if len(dirs) == 0 {
 			continue
 		}
-		for _, d := range dirs {
-			b, _ := os.ReadFile(filepath.Join(d, "cgroup.procs"))
-			for _, f := range strings.Fields(string(b)) {
-				if pid, err := strconv.Atoi(f); err == nil {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-			}
-		}
+		killCgroupProcs(dirs)
 		sort.Slice(dirs, func(i, j int) bool { return len(dirs[i]) > len(dirs[j]) })
 		deadline := time.Now().Add(timeout)
 		for _, d := range dirs {
-			for {
-				err := os.Remove(d)
-				if err == nil || errors.Is(err, fs.ErrNotExist) {
-					n++
-					break
-				}
-				if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
-					errs = append(errs, fmt.Errorf("cgroup remove %s: %w", d, err))
-					break
-				}
-				time.Sleep(20 * time.Millisecond)
+			if err := removeCgroupDir(d, deadline); err != nil {
+				errs = append(errs, err)
+				continue
 			}
+			n++
 		}
 	}
 	return n, errors.Join(errs...)

@@ -42,24 +42,39 @@ func Leftovers(c Config) []string {
 	if linkExists(c.Bridge()) {
 		out = append(out, "bridge "+c.Bridge())
 	}
-	if r, _ := ip("route", "show"); r != "" {
-		for _, line := range strings.Split(r, "\n") {
-			if strings.Contains(line, c.ServiceCIDR.String()) || c.PodCIDR.IsValid() && strings.Contains(line, c.PodCIDR.String()) {
-				out = append(out, "route "+strings.TrimSpace(line))
-			}
-		}
-	}
-	if f, err := os.Open("/proc/self/mountinfo"); err == nil {
-		sc := bufio.NewScanner(f)
-		for sc.Scan() {
-			if fs := strings.Fields(sc.Text()); len(fs) >= 5 && under(fs[4], c.StateDir) {
-				out = append(out, "mount "+fs[4])
-			}
-		}
-		f.Close()
-	}
+	out = append(out, leftoverRoutes(c)...)
+	out = append(out, leftoverMounts(c)...)
 	if n, _ := countLoops(c.StateDir); n > 0 {
 		out = append(out, fmt.Sprintf("%d loop devices backed by files under %s", n, c.StateDir))
+	}
+	return out
+}
+
+// leftoverRoutes lists the routes of the cluster's service and pod CIDRs.
+func leftoverRoutes(c Config) []string {
+	var out []string
+	r, _ := ip("route", "show")
+	for _, line := range strings.Split(r, "\n") {
+		if line != "" && (strings.Contains(line, c.ServiceCIDR.String()) || c.PodCIDR.IsValid() && strings.Contains(line, c.PodCIDR.String())) {
+			out = append(out, "route "+strings.TrimSpace(line))
+		}
+	}
+	return out
+}
+
+// leftoverMounts lists the mounts under the cluster's state directory.
+func leftoverMounts(c Config) []string {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	var out []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if fs := strings.Fields(sc.Text()); len(fs) >= 5 && under(fs[4], c.StateDir) {
+			out = append(out, "mount "+fs[4])
+		}
 	}
 	return out
 }
