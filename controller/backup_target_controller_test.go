@@ -137,7 +137,8 @@ func TestBackupVolumeSyncAndBackupDeletion(t *testing.T) {
 	bv := &longhorn.BackupVolume{ObjectMeta: metav1.ObjectMeta{Name: "lh-fixture", Namespace: testNS,
 		Labels: map[string]string{labelBackupTarget: "default", labelBackupVolume: "lh-fixture"}},
 		Spec: longhorn.BackupVolumeSpec{BackupTargetName: "default", VolumeName: "lh-fixture"}}
-	f := newFixture(t, bt, bv)
+	vol := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: "lh-fixture", Namespace: testNS}}
+	f := newFixture(t, bt, bv, vol)
 	bvc := fixtureController[*BackupVolumeController](f)
 	bc := fixtureController[*BackupController](f)
 	key := testNS + "/lh-fixture"
@@ -154,6 +155,10 @@ func TestBackupVolumeSyncAndBackupDeletion(t *testing.T) {
 	got, _ := f.lh.LonghornV1beta2().BackupVolumes(testNS).Get(f.ctx, "lh-fixture", metav1.GetOptions{})
 	if got.Status.LastBackupName != "backup-fedcba9876543210" || got.Status.Size != "6291456" {
 		t.Fatalf("backup volume status %+v", got.Status)
+	}
+	if v, _ := f.lh.LonghornV1beta2().Volumes(testNS).Get(f.ctx, "lh-fixture", metav1.GetOptions{}); v.Status.LastBackup != "backup-fedcba9876543210" ||
+		v.Status.LastBackupAt != "2026-10-05T01:40:38Z" {
+		t.Fatalf("volume lastBackup %q at %q", v.Status.LastBackup, v.Status.LastBackupAt)
 	}
 	blocks := filepath.Join(dir, "backupstore/volumes/b8/e3/lh-fixture/blocks")
 	if n := countBlocks(t, blocks); n != 4 {

@@ -95,6 +95,9 @@ func (c *BackupVolumeController) syncBackupVolume(ctx context.Context, key strin
 	if err := c.syncBackups(ctx, st, bv); err != nil {
 		return Done, err
 	}
+	if err := c.updateVolumeLastBackup(ctx, bv); err != nil {
+		return Done, err
+	}
 	if !reflect.DeepEqual(bv.Status, bvRO.Status) {
 		if _, err := c.ds.UpdateBackupVolumeStatus(ctx, bv); err != nil {
 			return Done, err
@@ -237,4 +240,29 @@ func (c *BackupVolumeController) deleteBackupVolume(ctx context.Context, bvRO *l
 	bv.Finalizers = slices.DeleteFunc(bv.Finalizers, func(f string) bool { return f == backupFinalizer })
 	_, err = c.ds.UpdateBackupVolume(ctx, bv)
 	return Done, ignoreNotFound(err)
+}
+
+// updateVolumeLastBackup copies the backup volume's last backup into the
+// Volume of the same name (status.lastBackup, lastBackupAt) when the volume
+// uses this backup target, as Longhorn's backup volume controller does.
+func (c *BackupVolumeController) updateVolumeLastBackup(ctx context.Context, bv *longhorn.BackupVolume) error {
+	vRO, err := c.ds.GetVolumeRO(ctx, bv.Spec.VolumeName)
+	if apierrors.IsNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	target := vRO.Spec.BackupTargetName
+	if target == "" {
+		target = longhorn.BackupTargetDefault
+	}
+	if target != bv.Spec.BackupTargetName ||
+		(vRO.Status.LastBackup == bv.Status.LastBackupName && vRO.Status.LastBackupAt == bv.Status.LastBackupAt) {
+		return nil
+	}
+	v := vRO.DeepCopy()
+	v.Status.LastBackup, v.Status.LastBackupAt = bv.Status.LastBackupName, bv.Status.LastBackupAt
+	_, err = c.ds.UpdateVolumeStatus(ctx, v) // a conflict retries with backoff
+	return err
 }
