@@ -71,7 +71,7 @@ func (s *Server) newHubs() map[string]*hub {
 	return map[string]*hub{
 		"settings": newHub(s.listSettings, infs(ds.SettingInformer)),
 		"volumes": newHub(s.listVolumes, infs(ds.VolumeInformer, ds.EngineInformer, ds.ReplicaInformer,
-			ds.VolumeAttachmentInformer)),
+			ds.VolumeAttachmentInformer, ds.BackupInformer)),
 		"nodes":               newHub(s.listNodes, infs(ds.NodeInformer, ds.InstanceManagerInformer)),
 		"disktags":            newHub(s.listDiskTags, infs(ds.NodeInformer)),
 		"nodetags":            newHub(s.listNodeTags, infs(ds.NodeInformer)),

@@ -9,6 +9,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
@@ -23,6 +24,10 @@ func (s *Server) volumeResource(ctx context.Context, u urls, v *longhorn.Volume)
 		return Volume{}, err
 	}
 	if o.replicas, err = s.ds.ListReplicasByVolumeRO(ctx, v.Name); err != nil {
+		return Volume{}, err
+	}
+	sel := labels.SelectorFromSet(labels.Set{types.LonghornLabelBackupVolume: v.Name})
+	if o.backups, err = s.ds.ListBackupsRO(ctx, sel); err != nil {
 		return Volume{}, err
 	}
 	o.va, err = s.ds.GetVolumeAttachmentRO(ctx, v.Name)

@@ -166,7 +166,7 @@ type volumeObjects struct {
 	vol      *longhorn.Volume
 	engines  []*longhorn.Engine
 	replicas []*longhorn.Replica
-	// backups are the volume's Backup objects (none until backups land).
+	// backups are the volume's Backup objects (label backup-volume).
 	backups []*longhorn.Backup
 	va      *longhorn.VolumeAttachment
 	// backupBlockSize is the block size in bytes used when the volume's
