@@ -127,7 +127,7 @@ func newControllers(e *env) ([]runner, error) {
 		newSettingController, newNodeController, newInstanceManagerController,
 		newVolumeController, newVolumeAttachmentController, newEngineController, newReplicaController,
 		newKubernetesConfigMapController, newEngineImageController,
-		newBackupTargetController, newBackupVolumeController, newBackupController,
+		newBackupTargetController, newBackupVolumeController, newBackupController, newSnapshotController,
 	}
 	for _, b := range builders {
 		c, err := b(e)

@@ -25,3 +25,13 @@ func (ds *DataStore) CreateSnapshot(ctx context.Context, obj *longhorn.Snapshot)
 func (ds *DataStore) DeleteSnapshot(ctx context.Context, name string) error {
 	return ds.snapshots.delete(ctx, name)
 }
+
+// UpdateSnapshot writes obj's metadata and spec; a stale resourceVersion gives a Conflict.
+func (ds *DataStore) UpdateSnapshot(ctx context.Context, obj *longhorn.Snapshot) (*longhorn.Snapshot, error) {
+	return ds.snapshots.update(ctx, obj)
+}
+
+// UpdateSnapshotStatus writes obj's status.
+func (ds *DataStore) UpdateSnapshotStatus(ctx context.Context, obj *longhorn.Snapshot) (*longhorn.Snapshot, error) {
+	return ds.snapshots.updateStatus(ctx, obj)
+}

@@ -13,7 +13,9 @@ UI_DIR       := ui
 UI_STAMP     := $(UI_DIR)/node_modules/.package-lock.stamp
 UI_E2E_KEEP  ?=
 UI_E2E_STATE := $(CACHE_DIR)/cluster-lhui
-UI_CLUSTER   := --name lhui --state-dir $(UI_E2E_STATE) --nodes 3 --subnet 10.99.64.0/24 --service-cidr 10.99.65.0/24
+UI_E2E_NODE_MODE ?= containerd
+UI_CLUSTER   := --name lhui --state-dir $(UI_E2E_STATE) --nodes 3 --subnet 10.99.64.0/24 --service-cidr 10.99.65.0/24 \
+                --pod-cidr 10.105.0.0/16 --node-mode $(UI_E2E_NODE_MODE)
 
 TEST_STEPS += test-ui test-ui-e2e
 
@@ -41,10 +43,11 @@ verify-ui: ui ## fail when the committed ui/dist differs from what ui/src builds
 	@test -z "$$(git status --porcelain -- $(UI_DIR)/dist)" || { git status --porcelain -- $(UI_DIR)/dist; \
 	  echo "verify-ui: ui/dist is stale; run make ui and commit ui/dist"; exit 1; }
 
-test-ui-e2e: build lhcluster testbin ui-deps ## Playwright + chromium against a local 3-node cluster (root)
+test-ui-e2e: packages build lhcluster lhpause testbin $(CLUSTER_IMAGE_DEPS) ui-deps ## Playwright + chromium against a local 3-node cluster (root)
 	@command -v chromium >/dev/null || { echo "chromium not found: apt-get install chromium (see .ci/packages)"; exit 1; }
 	@rc=0; $(TEST_ENV) LONGHORN_UI_E2E=1 LONGHORN_UI_E2E_KEEP=$(UI_E2E_KEEP) LONGHORN_BINARY=$(BIN)/longhorn \
-	  LHCLUSTER_BINARY=$(BIN)/lhcluster PLAYWRIGHT_ARGS='$(PLAYWRIGHT_ARGS)' nice -n 10 \
+	  LHCLUSTER_BINARY=$(BIN)/lhcluster \
+	  LHPAUSE_BINARY=$(BIN)/lhpause LONGHORN_IMAGE_ARCHIVE=$(abspath $(CLUSTER_IMAGE)) LONGHORN_UI_E2E_NODE_MODE=$(UI_E2E_NODE_MODE) PLAYWRIGHT_ARGS='$(PLAYWRIGHT_ARGS)' nice -n 10 \
 	  go test -count=1 -p 1 -timeout 25m -v ./test/ui/ || rc=$$?; \
 	if [ "$(UI_E2E_KEEP)" != 1 ] && [ -e $(UI_E2E_STATE)/state.json ]; then echo "== ui e2e: cluster lhui left behind; removing it"; \
 	  flock $(or $(TMPDIR),/tmp)/lhcluster-test.lock $(BIN)/lhcluster down $(UI_CLUSTER) || rc=1; fi; \

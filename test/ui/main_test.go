@@ -49,6 +49,7 @@ const (
 var (
 	clusterSubnet  = netip.MustParsePrefix("10.99.64.0/24")
 	clusterService = netip.MustParsePrefix("10.99.65.0/24")
+	clusterPods    = netip.MustParsePrefix("10.105.0.0/16")
 )
 
 var (
@@ -165,10 +166,23 @@ func clusterConfig(assets string) (cluster.Config, error) {
 	state := filepath.Join(home, ".cache", "longhorn-testbed", "cluster-"+clusterName)
 	c := cluster.Config{
 		Name: clusterName, Nodes: clusterSize, Subnet: clusterSubnet, ServiceCIDR: clusterService,
+		PodCIDR:  clusterPods,
+		NodeMode: cluster.NodeMode(os.Getenv("LONGHORN_UI_E2E_NODE_MODE")),
 		StateDir: state, AssetsDir: assets, AgentBinary: agent,
 		Images: map[string]string{"longhornio/longhorn:*": lh},
 	}
-	return c, c.Validate()
+	if err := c.Validate(); err != nil {
+		return c, err
+	}
+	if c.Real() {
+		// Real nodes run the product from its image (make test-ui-e2e
+		// passes the archive and the pause binary).
+		c.PauseBinary, c.ImageArchives = os.Getenv("LHPAUSE_BINARY"), []string{os.Getenv("LONGHORN_IMAGE_ARCHIVE")}
+		if c.PauseBinary == "" || c.ImageArchives[0] == "" {
+			return c, errors.New("real nodes need LHPAUSE_BINARY and LONGHORN_IMAGE_ARCHIVE (run `make test-ui-e2e`, or LONGHORN_UI_E2E_NODE_MODE=agent)")
+		}
+	}
+	return c, nil
 }
 
 func binary(env, root, pkg string) (string, error) {
