@@ -233,26 +233,34 @@ func (c *BackupController) deleteBackup(ctx context.Context, bRO *longhorn.Backu
 	}
 	volume := bRO.Labels[labelBackupVolume]
 	if bRO.Annotations[annotationForget] != "true" && volume != "" && bRO.Status.State != longhorn.BackupStateNew {
-		btRO, err := c.ds.GetBackupTargetRO(ctx, targetName(bRO))
-		if err == nil {
-			if !btRO.Status.Available {
-				return WaitShort, c.setStatus(ctx, bRO, func(s *longhorn.BackupStatus) { s.State = longhorn.BackupStateDeleting })
-			}
-			store, err := c.openTarget(ctx, btRO)
-			if err != nil {
-				return Done, err
-			}
-			err = store.DeleteBackup(ctx, volume, bRO.Name)
-			store.Close()
-			if err != nil {
-				return Done, err
-			}
+		if res, err := c.deleteFromStore(ctx, bRO, volume); err != nil || res != Done {
+			return res, err
 		}
 	}
 	b := bRO.DeepCopy()
 	b.Finalizers = slices.DeleteFunc(b.Finalizers, func(f string) bool { return f == backupFinalizer })
 	_, err := c.ds.UpdateBackup(ctx, b)
 	return Done, ignoreNotFound(err)
+}
+
+// deleteFromStore removes the backup from its target's store; an
+// unavailable target marks it Deleting and waits; a missing target leaves
+// nothing to remove.
+func (c *BackupController) deleteFromStore(ctx context.Context, bRO *longhorn.Backup, volume string) (Result, error) {
+	btRO, err := c.ds.GetBackupTargetRO(ctx, targetName(bRO))
+	if err != nil {
+		return Done, nil
+	}
+	if !btRO.Status.Available {
+		return WaitShort, c.setStatus(ctx, bRO, func(s *longhorn.BackupStatus) { s.State = longhorn.BackupStateDeleting })
+	}
+	store, err := c.openTarget(ctx, btRO)
+	if err != nil {
+		return Done, err
+	}
+	err = store.DeleteBackup(ctx, volume, bRO.Name)
+	store.Close()
+	return Done, err
 }
 
 // settingString returns a setting's value ("" when unreadable: the engine

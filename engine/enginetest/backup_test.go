@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -175,5 +176,65 @@ func TestBackupRestoreS3ThreeReplicas(t *testing.T) {
 		if !bytes.Equal(r.readAll(size), want2) {
 			t.Fatalf("incrementally restored replica %s differs from snap-2", r.addr)
 		}
+	}
+}
+
+// A replica killed while it takes a backup: the backup fails (its status
+// cannot be read, or says error), the volume keeps serving I/O on the other
+// replicas, and a retry succeeds from another RW replica.
+func TestBackupReplicaKilledThenRetry(t *testing.T) {
+	testutilTools(t, "qemu-img", "qemu-io")
+	s3 := backuptarget.StartS3(t, "")
+	const size = 64 << 20
+	dir := t.TempDir()
+	var reps []*replicaProc
+	for i := 0; i < 3; i++ {
+		reps = append(reps, startReplica(t, filepath.Join(dir, fmt.Sprintf("r%d", i)), size))
+	}
+	e := startEngine(t, "vol2", size, reps)
+	run(t, 2*time.Minute, "qemu-img", "convert", "-n", "-f", "raw", "-O", "raw", fileOf(t, size, 4), e.uri())
+	ctx := context.Background()
+	if _, err := e.api().VolumeSnapshot(ctx, &enginerpc.VolumeSnapshotRequest{Name: "snap-k"}); err != nil {
+		t.Fatal(err)
+	}
+	task := &backuptask.Task{Controller: e.api()}
+	req := &backuptask.CreateRequest{SnapshotFileName: "snap-k", BackupTarget: s3.URL, VolumeName: "vol2", Credential: s3.Credential}
+	res, err := task.CreateBackup(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range reps {
+		if r.addr == res.ReplicaAddress {
+			r.kill()
+		}
+	}
+	if st, _, err := task.BackupStatus(ctx, res.BackupName, res.ReplicaAddress); err == nil && st.GetState() == "complete" {
+		t.Fatalf("backup on the killed replica reports complete: %+v", st)
+	}
+	// the volume still serves I/O
+	out := run(t, time.Minute, "qemu-io", "-f", "raw", "-c", "write -P 0x77 0 64k", "-c", "read -P 0x77 0 64k", e.uri())
+	if strings.Contains(out, "failed") {
+		t.Fatalf("I/O after the kill: %s", out)
+	}
+	// The dead replica's lock file would hold the next backup of the volume
+	// until it expires (150 s, Longhorn's lock duration); expire it now.
+	locks, _ := filepath.Glob(filepath.Join(s3.Root, s3.Bucket, "backupstore", "volumes", "*", "*", "vol2", "locks", "*"))
+	for _, l := range locks {
+		_ = os.RemoveAll(l)
+	}
+	// retry until the engine has dropped the dead replica and another RW one takes it
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		res2, err := task.CreateBackup(ctx, req)
+		if err == nil && res2.ReplicaAddress != res.ReplicaAddress {
+			if st := waitTaskBackup(t, task, res2.BackupName, res2.ReplicaAddress); st.GetState() != "complete" {
+				t.Fatalf("retry: %+v", st)
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("retry never succeeded: %+v %v", res2, err)
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 }

@@ -65,6 +65,7 @@ func main() {
 	fmt.Printf("budgets: files=%d lines=%d funcs=%d median_func=%d over_budget=%d (file<=%d func<=%d lines, cognitive<=%d, nested-if<=%d)\n",
 		r.Files, r.Lines, r.Funcs, r.MedianFunc, len(r.Over), b.FileLines, b.FuncLines, b.Cognitive, b.NestedIf)
 	if len(r.Over) > 0 {
+		fmt.Println("budgets: split what is listed above (a helper per step or per case) and run `make budgets` before landing")
 		os.Exit(1)
 	}
 }

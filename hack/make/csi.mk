@@ -13,3 +13,7 @@ csi-sidecars: ## build or reuse csi-provisioner/attacher/resizer/snapshotter and
 CSI_IMAGE_SIDECARS := csi-provisioner csi-attacher csi-resizer
 IMAGE_EXTRA_BINS += $(addprefix $(CSI_SIDECARS_DIR)/,$(CSI_IMAGE_SIDECARS))
 image: csi-sidecars
+
+# test/csi runs the real sidecars against the driver (TestSidecars*).
+TEST_DEPS += csi-sidecars
+TEST_ENV  += LONGHORN_CSI_SIDECARS=$(CSI_SIDECARS_DIR)
