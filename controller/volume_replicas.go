@@ -9,6 +9,7 @@ import (
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/scheduler"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // replica predicates used by the volume steps.
@@ -56,6 +57,14 @@ func (c *VolumeController) reconcileReplicaHealth(ctx context.Context, s *volume
 	return nil
 }
 
+// adopting reports whether `longhorn adopt` is creating the volume's
+// Replica objects from existing directories: the volume's replicas are then
+// left alone (types.AdoptionAnnotation).
+func adopting(v *longhorn.Volume) bool {
+	_, ok := v.Annotations[types.AdoptionAnnotation]
+	return ok
+}
+
 // replicaCounts summarises the working replicas.
 type replicaCounts struct {
 	active, usable, healthyRW, rebuilding int
@@ -92,6 +101,9 @@ func (s *volumeSnapshot) counts() replicaCounts {
 // failed replica if the scheduler finds one reusable, else wait for
 // replica-replenishment-wait-interval, else create a new one.
 func (c *VolumeController) reconcileReplenish(_ context.Context, s *volumeSnapshot) error {
+	if adopting(s.vol) {
+		return nil
+	}
 	want := s.vol.Spec.NumberOfReplicas
 	n := s.counts()
 	if !n.everHealthy {
@@ -135,6 +147,9 @@ func (c *VolumeController) reconcileReplenish(_ context.Context, s *volumeSnapsh
 // again or after staleReplicaTimeout minutes, and unscheduled replicas the
 // volume no longer needs.
 func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot) error {
+	if adopting(s.vol) {
+		return nil
+	}
 	n := s.counts()
 	healthy := s.vol.Status.Robustness == longhorn.VolumeRobustnessHealthy && n.healthyRW >= s.vol.Spec.NumberOfReplicas
 	stale := time.Duration(s.vol.Spec.StaleReplicaTimeout) * time.Minute

@@ -139,3 +139,8 @@ func EngineImageName(image string) string {
 	sum := sha512.Sum512([]byte(strings.TrimSpace(image)))
 	return "ei-" + hex.EncodeToString(sum[:])[:8]
 }
+
+// AdoptionAnnotation marks a Volume whose existing replica directories are
+// being adopted (`longhorn adopt`): while it is set the volume controller
+// neither creates nor removes replicas of the volume.
+const AdoptionAnnotation = "longhorn.io/adopting"

@@ -60,6 +60,14 @@ func TestCtlSnapshotRevertExpand(t *testing.T) {
 	qio("read -P 0x11 0 1M")
 	// Remove the other snapshot and purge.
 	e.ctl("snapshot", "rm", second)
+	// Longhorn's `snapshot ls` hides a snapshot marked removed; `info`
+	// still shows it, removed.
+	if out := e.ctl("snapshot", "ls"); strings.Contains(out, second) || !strings.Contains(out, "first") {
+		t.Fatalf("snapshot ls after rm:\n%s", out)
+	}
+	if info := e.ctl("snapshot", "info"); !strings.Contains(info, second) || !strings.Contains(info, "true") {
+		t.Fatalf("snapshot info after rm:\n%s", info)
+	}
 	e.ctl("snapshot", "purge", "--wait")
 	if out := e.ctl("snapshot", "ls"); strings.Contains(out, second) {
 		t.Fatalf("removed snapshot still listed:\n%s", out)

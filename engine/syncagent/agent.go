@@ -76,7 +76,8 @@ type Agent struct {
 	clone   opStatus
 	cancel  context.CancelFunc // of the running FilesSync
 	hashes  map[string]*hashTask
-	bk      *backup.Manager // nil when the replica cannot take backups
+	recvs   map[*Receiver]bool // running receivers, stopped by Close
+	bk      *backup.Manager    // nil when the replica cannot take backups
 	ctx     context.Context
 	stop    context.CancelFunc
 	wg      gosync.WaitGroup
@@ -91,12 +92,19 @@ func NewAgent(r Replica, cfg Config) *Agent {
 		cfg.HashLockPath = DefaultHashLockPath
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	return &Agent{r: r, cfg: cfg, log: cfg.Log, ctx: ctx, stop: stop, hashes: map[string]*hashTask{}, bk: newBackups(r, cfg)}
+	return &Agent{r: r, cfg: cfg, log: cfg.Log, ctx: ctx, stop: stop, hashes: map[string]*hashTask{},
+		recvs: map[*Receiver]bool{}, bk: newBackups(r, cfg)}
 }
 
-// Close cancels running transfers, purges and hashes and waits for them.
+// Close cancels running transfers, purges and hashes, stops the receivers
+// and waits for them.
 func (a *Agent) Close() {
 	a.stop()
+	a.mu.Lock()
+	for r := range a.recvs {
+		r.Close()
+	}
+	a.mu.Unlock()
 	if a.bk != nil {
 		a.bk.Close()
 	}
@@ -152,7 +160,17 @@ func (a *Agent) launch(name string) (*Receiver, error) {
 		if err != nil {
 			continue
 		}
-		return NewReceiver(ln, p, 0), nil
+		r := NewReceiver(ln, p, 0)
+		a.mu.Lock()
+		a.recvs[r] = true
+		a.mu.Unlock()
+		go func() {
+			<-r.Done()
+			a.mu.Lock()
+			delete(a.recvs, r)
+			a.mu.Unlock()
+		}()
+		return r, nil
 	}
 	return nil, status.Errorf(codes.ResourceExhausted, "out of ports: no free transfer port in %d-%d", a.cfg.PortStart, a.cfg.PortEnd)
 }

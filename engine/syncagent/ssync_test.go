@@ -6,9 +6,11 @@ import (
 	"math/rand"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -204,3 +206,63 @@ func FuzzParseInterval(f *testing.F) {
 }
 
 var httpClientForTest = http.Client{}
+
+// FuzzReceiver: any sequence of ssync requests (method, endpoint, query and
+// body from the fuzzer) never panics the receiver, never writes past the
+// size open set, and never touches another file.
+func FuzzReceiver(f *testing.F) {
+	f.Add([]byte("G open begin=0&directIO=false&end=8192\nP writeData begin=0&end=4\nabcd\nG getChecksum begin=0&end=4096\nP close checksum=x&checksumMethod=y"))
+	f.Add([]byte("G open begin=0&directIO=true&end=4095\nP sendHole begin=9&end=1\nG getRecordedMetadata \nP open begin=0"))
+	f.Fuzz(func(t *testing.T, script []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, "volume-snap-a.img")
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := NewReceiver(ln, path, time.Minute)
+		defer r.Close()
+		lines := bytes.Split(script, []byte("\n"))
+		for i := 0; i+1 <= len(lines) && i < 40; i++ {
+			parts := bytes.SplitN(lines[i], []byte(" "), 3)
+			if len(parts) < 3 {
+				continue
+			}
+			method := map[string]string{"G": "GET", "P": "POST"}[string(parts[0])]
+			if method == "" {
+				method = "PUT"
+			}
+			var body []byte
+			if string(parts[1]) == "writeData" && i+1 < len(lines) {
+				body = lines[i+1]
+				i++
+			}
+			req := httptest.NewRequest(method, "/v1-ssync/x", bytes.NewReader(body))
+			req.URL = &url.URL{Path: "/v1-ssync/" + string(parts[1]), RawQuery: string(parts[2])}
+			r.srv.Handler.ServeHTTP(httptest.NewRecorder(), req)
+		}
+		if fi, err := os.Stat(path); err == nil && fi.Size() > maxFileSize {
+			t.Fatalf("file grew to %d", fi.Size())
+		}
+		entries, _ := os.ReadDir(dir)
+		for _, e := range entries {
+			if n := e.Name(); n != "volume-snap-a.img" && n != "volume-snap-a.img.checksum" {
+				t.Fatalf("receiver wrote %s", n)
+			}
+		}
+	})
+}
+
+// FuzzAnswers: the sender's parsers of receiver answers never panic and
+// accept only a bool / null or a 64-byte checksum.
+func FuzzAnswers(f *testing.F) {
+	for _, s := range []string{"true", "false\n", "null", `"` + strings.Repeat("A", 88) + `"`, "1", `{"x":1}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		_, _ = DecodeOpenAnswer(b)
+		if sum, err := DecodeChecksumAnswer(b); err == nil && sum != nil && len(sum) != 64 {
+			t.Fatalf("checksum of %d bytes accepted", len(sum))
+		}
+	})
+}

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"sync/atomic"
 
-	"github.com/longhorn-go/longhorn/engine/frontend/iscsi/internal/bufpool"
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/frontend/iscsi/scsi"
 )
 
@@ -110,7 +110,7 @@ func (c *conn) onSCSICmd(h *bhs) error {
 		}
 	}
 	if t.want > 0 {
-		t.buf = bufpool.Get(t.want)
+		t.buf = bufpool.GetShared(t.want)
 	}
 	if err := c.pr.readData(h, t.buf[:min(dlen, t.want)]); err != nil {
 		bufpool.Put(t.buf)

@@ -5,7 +5,7 @@ import (
 	"net"
 	"sync"
 
-	"github.com/longhorn-go/longhorn/engine/frontend/iscsi/internal/bufpool"
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 

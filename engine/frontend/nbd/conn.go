@@ -13,6 +13,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/frontend"
 	"github.com/longhorn-go/longhorn/engine/rawio"
 )
@@ -95,9 +96,9 @@ func errnoFor(err error, write bool) uint32 {
 type reply struct {
 	handle uint64
 	errno  uint32
-	data   []byte  // READ payload, sent after the header
-	buf    *[]byte // pooled buffer behind data, released after the write
-	cost   int64   // budget released after the write
+	data   []byte // READ payload, sent after the header
+	buf    []byte // pooled buffer behind data, released after the write
+	cost   int64  // budget released after the write
 }
 
 // conn is one client connection in the transmission phase. One goroutine reads
@@ -193,15 +194,14 @@ func (c *conn) dispatch(req request) error {
 		cost = int64(req.length)
 	}
 	c.budget.acquire(cost)
-	var buf *[]byte
-	var p []byte
+	var buf []byte
 	if (req.typ == cmdRead || req.typ == cmdWrite) && req.length > 0 {
-		buf = getBuf(int(req.length))
-		p = *buf
+		buf = bufpool.GetShared(int(req.length))
 	}
+	p := buf
 	if req.typ == cmdWrite {
 		if _, err := io.ReadFull(c.br, p); err != nil {
-			putBuf(buf)
+			bufpool.Put(buf)
 			c.budget.release(cost)
 			return err
 		}
@@ -228,7 +228,7 @@ func (c *conn) dispatch(req request) error {
 type job struct {
 	req  request
 	p    []byte
-	buf  *[]byte
+	buf  []byte
 	cost int64
 }
 
@@ -258,7 +258,7 @@ func (c *conn) worker(j job, jobs <-chan job) {
 }
 
 // handle executes one request against the backend and queues its reply.
-func (c *conn) handle(req request, p []byte, buf *[]byte, cost int64) {
+func (c *conn) handle(req request, p []byte, buf []byte, cost int64) {
 	defer c.inflight.Done()
 	errno := c.exec(req, p)
 	c.executing.Add(-1)
@@ -266,7 +266,7 @@ func (c *conn) handle(req request, p []byte, buf *[]byte, cost int64) {
 	if req.typ == cmdRead && errno == 0 {
 		r.data, r.buf = p, buf
 	} else {
-		putBuf(buf)
+		bufpool.Put(buf)
 	}
 	c.send(r)
 }
@@ -379,7 +379,7 @@ func (c *conn) releaseQueueLocked() {
 }
 
 func (c *conn) releaseReply(r reply) {
-	putBuf(r.buf)
+	bufpool.Put(r.buf)
 	if r.cost > 0 {
 		c.budget.release(r.cost)
 	}

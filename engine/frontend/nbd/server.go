@@ -30,6 +30,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/frontend"
 	"github.com/longhorn-go/longhorn/engine/rawio"
 )
@@ -43,7 +44,7 @@ const (
 	// value advertised as NBD_INFO_BLOCK_SIZE maximum payload.
 	DefaultMaxPayload = 32 << 20
 	// MaxMaxPayload is the upper limit for Config.MaxPayload (64 MiB).
-	MaxMaxPayload = 1 << maxPoolShift
+	MaxMaxPayload = bufpool.MaxSize
 	// DefaultHandshakeTimeout bounds option haggling of one connection.
 	DefaultHandshakeTimeout = 30 * time.Second
 	// DefaultInflightBytes bounds the payload bytes in flight per connection.

@@ -16,8 +16,8 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/frontend"
-	"github.com/longhorn-go/longhorn/engine/frontend/iscsi/internal/bufpool"
 )
 
 // BlockSize is the logical block size presented to initiators, in bytes.
@@ -322,7 +322,7 @@ func backendError(err error, write bool) *Error {
 func dataIn(full []byte, alloc int, c *Command) Result {
 	x := min(len(full), alloc)
 	n := min(x, c.AllocIn)
-	b := bufpool.Get(n)
+	b := bufpool.GetShared(n)
 	copy(b, full)
 	return Result{Data: b, Pooled: b != nil, XferLen: x}
 }

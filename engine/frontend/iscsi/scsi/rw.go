@@ -4,7 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 
-	"github.com/longhorn-go/longhorn/engine/frontend/iscsi/internal/bufpool"
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 )
 
 // rwCDB is a decoded READ/WRITE/VERIFY CDB (SBC-4 5.*): the LBA, the number
@@ -94,7 +94,7 @@ func (lu *LU) read(c *Command) (Result, *Error) {
 	if n == 0 {
 		return res, nil
 	}
-	buf := bufpool.Get(n)
+	buf := bufpool.GetShared(n)
 	if _, err := lu.be.ReadAt(buf, int64(d.lba)*BlockSize); err != nil {
 		bufpool.Put(buf)
 		return res, backendError(err, false)
@@ -221,7 +221,7 @@ func (lu *LU) verify(c *Command) (Result, *Error) {
 	}
 	switch d.bytchk {
 	case 0:
-		buf := bufpool.Get(int(d.n) * BlockSize)
+		buf := bufpool.GetShared(int(d.n) * BlockSize)
 		defer bufpool.Put(buf)
 		if _, err := lu.be.ReadAt(buf, int64(d.lba)*BlockSize); err != nil {
 			return Result{}, backendError(err, false)
@@ -248,7 +248,7 @@ func (lu *LU) verify(c *Command) (Result, *Error) {
 // compare reads len(want) bytes at lba and returns MISCOMPARE with the
 // offset of the first differing byte in INFORMATION (SBC-4 5.32).
 func (lu *LU) compare(want []byte, lba uint64) (int, *Error) {
-	buf := bufpool.Get(len(want))
+	buf := bufpool.GetShared(len(want))
 	defer bufpool.Put(buf)
 	if _, err := lu.be.ReadAt(buf, int64(lba)*BlockSize); err != nil {
 		return 0, backendError(err, false)

@@ -3,7 +3,7 @@ package scsi
 import (
 	"encoding/binary"
 
-	"github.com/longhorn-go/longhorn/engine/frontend/iscsi/internal/bufpool"
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 )
 
 // AllocationReporter is an optional Backend interface for GET LBA STATUS:
@@ -155,7 +155,7 @@ func (lu *LU) writeSame(c *Command) (Result, *Error) {
 // fill writes block to n blocks at lba in chunks of up to 1 MiB.
 func (lu *LU) fill(block []byte, lba, n uint64) *Error {
 	const chunkBlocks = 2048
-	buf := bufpool.Get(int(min(n, chunkBlocks)) * BlockSize)
+	buf := bufpool.GetShared(int(min(n, chunkBlocks)) * BlockSize)
 	defer bufpool.Put(buf)
 	for i := 0; i < len(buf); i += BlockSize {
 		copy(buf[i:], block)
@@ -175,7 +175,7 @@ func (lu *LU) fill(block []byte, lba, n uint64) *Error {
 // did not read back as zeroes after an unmap.
 func (lu *LU) zeroFixup(lba, n uint64) *Error {
 	const chunkBlocks = 2048
-	buf := bufpool.Get(int(min(n, chunkBlocks)) * BlockSize)
+	buf := bufpool.GetShared(int(min(n, chunkBlocks)) * BlockSize)
 	defer bufpool.Put(buf)
 	for n > 0 {
 		k := min(n, chunkBlocks)
