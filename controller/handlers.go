@@ -15,7 +15,7 @@ import (
 // onChange returns event handlers that call fn with the object on add,
 // on update (skipping updates that keep the ResourceVersion, i.e. resyncs)
 // and on delete (unwrapping tombstones). Handlers never branch on the event
-// kind beyond that (STYLE guideline 3).
+// kind beyond that (one root kind per controller, docs/style.md).
 func onChange(fn func(obj any)) cache.ResourceEventHandlerFuncs {
 	return cache.ResourceEventHandlerFuncs{
 		AddFunc: fn,

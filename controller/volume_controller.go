@@ -28,7 +28,7 @@ func newVolumeController(e *env) (runner, error) {
 	if err := addHandler(e.ds.VolumeInformer(), onChange(c.w.EnqueueObject)); err != nil {
 		return nil, err
 	}
-	// Engines and replicas map to their volume (STYLE guideline 3).
+	// Engines and replicas map to their volume, the root kind.
 	byVolume := func(obj any) {
 		switch o := obj.(type) {
 		case *longhorn.Engine:

@@ -80,7 +80,7 @@ func snapshotCaches(ds *DataStore) map[string]runtime.Object {
 	return out
 }
 
-// STYLE guideline 4: getters that return copies never hand out cache
+// Copies and read-only cache pointers (docs/style.md): getters that return copies never hand out cache
 // pointers, and RO getters never change the cache. Mutating everything the
 // copy-returning getters return must leave the caches as they were.
 func TestGettersDoNotMutateCache(t *testing.T) {

@@ -57,7 +57,7 @@ func RandomID() string {
 
 // DeterministicID returns 8 hex digits derived from (owner, index), so a
 // controller that names children from a monotonic index gets the same name
-// on a retry (STYLE guideline 12) while keeping Longhorn's name shape.
+// on a retry while keeping Longhorn's name shape.
 func DeterministicID(owner string, index int) string {
 	sum := sha256.Sum256([]byte(owner + "/" + strconv.Itoa(index)))
 	return hex.EncodeToString(sum[:])[:RandomIDLength]
