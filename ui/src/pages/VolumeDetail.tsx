@@ -159,7 +159,7 @@ function VolumeInfo({ v }: { v: Volume }) {
         <ul className="conditions">
           {conds.map(([t, c]) => (
             <li key={t} title={c.message || c.reason}>
-              <Badge value={c.status === "True" ? (t === "Restore" || t === "TooManySnapshots" ? "warning" : "true") : "unknown"} label={t} /> {c.reason} {c.message}
+              <Badge value={conditionTone(t, c.status)} label={t} /> <small>{c.status}</small> {c.reason} {c.message}
             </li>
           ))}
           {conds.length === 0 && <li>-</li>}
@@ -167,6 +167,14 @@ function VolumeInfo({ v }: { v: Volume }) {
       </div>
     </section>
   );
+}
+
+/** conditionTone: True is good for most conditions, bad for the ones that report a problem. */
+function conditionTone(type: string, status: string): string {
+  const problem = ["TooManySnapshots", "Restore", "OfflineRebuilding"].includes(type);
+  if (status === "True") return problem ? "warning" : "true";
+  if (status === "False") return problem ? "unknown" : "false";
+  return "unknown";
 }
 
 function ReplicaTable({ v, onRemove }: { v: Volume; onRemove: (name: string) => void }) {
