@@ -114,13 +114,6 @@ func (h *hub) subscribe() (chan struct{}, error) {
 	return ch, nil
 }
 
-// subscribers is the number of connected clients.
-func (h *hub) subscribers() int {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return len(h.subs)
-}
-
 func (h *hub) unsubscribe(ch chan struct{}) {
 	h.mu.Lock()
 	defer h.mu.Unlock()

@@ -240,3 +240,10 @@ func readFrame(t *testing.T, br *bufio.Reader) (byte, []byte) {
 	}
 	return hdr[0] & 0x0f, payload
 }
+
+// subscribers is the number of connected clients of a stream.
+func (h *hub) subscribers() int {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return len(h.subs)
+}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
@@ -64,5 +65,47 @@ func TestReplacementReplicaNeverReusesAName(t *testing.T) {
 			_, err := f.ds.GetReplicaRO(f.ctx, victim.Name)
 			return err != nil && len(vc.expect.pending("vol", map[string]*longhorn.Replica{}, f.now)) == 0
 		})
+	}
+}
+
+// Lowering the replica count removes the unplaced replicas beyond it even
+// when every placed replica has failed (the volume was faulted).
+func TestFewerReplicasRemovesUnplacedOnesWhenAllFailed(t *testing.T) {
+	v := newVolume("vol", 3)
+	v.Status.OwnerID, v.Status.State = "n1", longhorn.VolumeStateDetached
+	e := &longhorn.Engine{ObjectMeta: metav1.ObjectMeta{Name: "vol-e-0", Namespace: testNS},
+		Spec: longhorn.EngineSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol", DesireState: longhorn.InstanceStateStopped}}}
+	objs := []runtime.Object{v, e}
+	for _, n := range []string{"n1", "n2", "n3"} {
+		node := readyNode(n)
+		node[0].(*longhorn.Node).Spec.AllowScheduling = false // nothing can be placed
+		objs = append(objs, node...)
+	}
+	mk := func(name, node, failedAt string) *longhorn.Replica {
+		r := testReplica(name, longhorn.InstanceStateStopped)
+		r.Spec.NodeID, r.Spec.FailedAt, r.Spec.HealthyAt = node, failedAt, "2026-01-01T00:00:00Z"
+		if node != "" {
+			r.Spec.DiskID = node + "-disk"
+		} else {
+			r.Spec.DiskPath, r.Spec.DataDirectoryName, r.Spec.HealthyAt = "", "", ""
+		}
+		r.Labels = map[string]string{"longhornvolume": "vol"}
+		return r
+	}
+	objs = append(objs, mk("vol-r-a", "n1", "2026-01-01T00:00:01Z"), mk("vol-r-b", "n2", "2026-01-01T00:00:01Z"),
+		mk("vol-r-c", "n3", "2026-01-01T00:00:01Z"), mk("vol-r-u1", "", ""), mk("vol-r-u2", "", ""), mk("vol-r-u3", "", ""))
+	f := newFixture(t, objs...)
+	v = f.volume("vol")
+	v.Spec.NumberOfReplicas = 1
+	f.updateVolume(v)
+	f.syncVolume("vol")
+	unplaced := 0
+	for _, r := range f.replicas("vol") {
+		if r.Spec.NodeID == "" {
+			unplaced++
+		}
+	}
+	if unplaced != 1 {
+		t.Fatalf("%d unplaced replicas left for numberOfReplicas 1, want 1", unplaced)
 	}
 }

@@ -153,10 +153,13 @@ func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot
 	n := s.counts()
 	healthy := s.vol.Status.Robustness == longhorn.VolumeRobustnessHealthy && n.healthyRW >= s.vol.Spec.NumberOfReplicas
 	stale := time.Duration(s.vol.Spec.StaleReplicaTimeout) * time.Minute
-	scheduledUsable := 0
+	// Usable replicas: the placed ones first, then the unplaced; an unplaced
+	// replica beyond spec.numberOfReplicas goes (the count was lowered, or
+	// placement caught up), even while every placed one has failed.
+	usable := 0
 	for _, r := range s.sortedReplicas() {
 		if !failed(r) && scheduled(r) && !deleting(r) {
-			scheduledUsable++
+			usable++
 		}
 	}
 	for _, r := range s.sortedReplicas() {
@@ -167,8 +170,10 @@ func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot
 		case failed(r) && (!scheduler.IsPotentiallyReusable(schedReplica(r, s)) || healthy ||
 			(stale > 0 && s.now.Sub(parseTime(r.Spec.FailedAt)) > stale)):
 			s.deleteReplica(r)
-		case !failed(r) && !scheduled(r) && scheduledUsable >= s.vol.Spec.NumberOfReplicas:
+		case !failed(r) && !scheduled(r) && usable >= s.vol.Spec.NumberOfReplicas:
 			s.deleteReplica(r)
+		case !failed(r) && !scheduled(r):
+			usable++
 		}
 	}
 	s.removeExtraReplicas(healthy)

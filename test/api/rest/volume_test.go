@@ -76,6 +76,7 @@ func TestVolumeLifecycleAndActions(t *testing.T) {
 	t.Run("snapshot objects", func(t *testing.T) { testSnapshotCRs(t, f) })
 	t.Run("pv and pvc", func(t *testing.T) { testPVAndPVC(t, f) })
 	t.Run("unsupported and invalid", func(t *testing.T) { testRefusedActions(t, f) })
+	t.Run("cancel expansion and activate", func(t *testing.T) { testCancelExpansion(t, f) })
 	t.Run("replica remove and salvage", func(t *testing.T) { testReplicasAndSalvage(t, f) })
 	v, _ = f.cli.ByID("volume", "rest-vol")
 	if err := f.cli.Delete(v); err != nil {
@@ -316,4 +317,35 @@ func testReplicasAndSalvage(t *testing.T, f *fixture) {
 		_, err := f.lh.LonghornV1beta2().Replicas(ns).Get(f.ctx, "rest-vol-r-2", metav1.GetOptions{})
 		return err != nil
 	})
+}
+
+// testCancelExpansion: an expansion the engine has not started is given up
+// (the size goes back to the engine's); activate is for standby volumes.
+func testCancelExpansion(t *testing.T, f *fixture) {
+	e := &longhorn.Engine{ObjectMeta: metav1.ObjectMeta{Name: "rest-vol-e-0", Namespace: ns, Labels: map[string]string{"longhornvolume": "rest-vol"}},
+		Spec: longhorn.EngineSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "rest-vol", Image: engineImage, DataEngine: "v1"}, Active: true}}
+	e, err := f.lh.LonghornV1beta2().Engines(ns).Create(f.ctx, e, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.Status.CurrentSize = 10 << 20
+	if _, err := f.lh.LonghornV1beta2().Engines(ns).UpdateStatus(f.ctx, e, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	eventually(t, "engine cached", func() bool {
+		got, err := f.ds.GetEngineRO(f.ctx, "rest-vol-e-0")
+		return err == nil && got.Status.CurrentSize == 10<<20
+	})
+	v := f.setVolumeStatus(t, "rest-vol", func(st *longhorn.VolumeStatus) { st.ExpansionRequired = true })
+	if _, err := f.cli.Action(v, "cancelExpansion", nil); err != nil {
+		t.Fatal(err)
+	}
+	f.volumeSpec(t, "rest-vol", "size back to the engine's", func(s longhorn.VolumeSpec) bool { return s.Size == 10<<20 })
+	v = f.setVolumeStatus(t, "rest-vol", func(st *longhorn.VolumeStatus) { st.ExpansionRequired = false })
+	if _, listed := v.Actions()["cancelExpansion"]; listed {
+		t.Error("cancelExpansion listed without an expansion")
+	}
+	if st, body := post(t, f.base+"/v1/volumes/rest-vol?action=activate", `{"frontend":"blockdev"}`); st != 409 || !strings.Contains(body, "activate is not available") {
+		t.Errorf("activate a normal volume = %d %s", st, body)
+	}
 }
