@@ -16,6 +16,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
@@ -154,7 +155,11 @@ func runManager(c *cli.Context) error {
 	if !cache.WaitForCacheSync(ctx.Done(), events.HasSynced) {
 		return fmt.Errorf("event informer not synced: %w", context.Cause(ctx))
 	}
-	if err := startWebhook(ctx, cfg, kube, ds, ready.Load, &wg, errs); err != nil {
+	dyn, err := dynamic.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	if err := startWebhook(ctx, cfg, kube, ds, webhook.NewNADLookup(dyn), ready.Load, &wg, errs); err != nil {
 		return err
 	}
 	wg.Add(1)
@@ -181,7 +186,7 @@ func runManager(c *cli.Context) error {
 // certificate for the Service names and the pod IP, and points the webhook
 // configurations at it.
 func startWebhook(ctx context.Context, cfg managerConfig, kube kubernetes.Interface, ds *datastore.DataStore,
-	ready func() bool, wg *sync.WaitGroup, errs chan<- error) error {
+	nads webhook.NADLookup, ready func() bool, wg *sync.WaitGroup, errs chan<- error) error {
 	ca, err := webhook.EnsureCA(ctx, kube, cfg.opts.Namespace, time.Now())
 	if err != nil {
 		return err
@@ -194,7 +199,7 @@ func startWebhook(ctx context.Context, cfg managerConfig, kube kubernetes.Interf
 	if err != nil {
 		return err
 	}
-	reg := webhook.NewRegistryFor(ds, cfg.opts.EngineImage)
+	reg := webhook.NewRegistryFor(ds, cfg.opts.EngineImage, webhook.WithNADLookup(nads))
 	reg.Ready = ready
 	ports := []int{cfg.webhookPort}
 	if cfg.conversionPort > 0 {

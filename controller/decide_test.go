@@ -190,7 +190,19 @@ func TestIMPod(t *testing.T) {
 	}
 	plain := imPod(im, imPodParams{DataPath: "/x"})
 	plain.Status.PodIP = "10.0.0.6"
-	if storageIPOf(plain) != "10.0.0.6" || !podNeedsRecreate(plain, p) || podNeedsRecreate(p, p) {
+	// Multus 4 leaves "interface" out of the default network's entry.
+	p.Annotations[multusStatusAnnotation] = `[{"name":"cbr0","ips":["10.0.0.5"],"default":true,"dns":{}},{"name":"kube-system/storage","interface":"lhnet1","ips":["192.168.9.7"],"mac":"aa:bb:cc:dd:ee:ff","dns":{}}]`
+	if ip := storageIPOf(p); ip != "192.168.9.7" {
+		t.Fatalf("storage IP from Multus 4 status %q", ip)
+	}
+	// No status (yet) or no lhnet1 in it: no storage IP.
+	p.Annotations[multusStatusAnnotation] = `[{"name":"cbr0","ips":["10.0.0.5"],"default":true}]`
+	if ip := storageIPOf(p); ip != "" {
+		t.Fatalf("storage IP without lhnet1 %q", ip)
+	}
+	// The storage network is the setting controller's to apply
+	// (TestStorageNetworkRestartsInstanceManagerPods), not a recreate.
+	if storageIPOf(plain) != "10.0.0.6" || podNeedsRecreate(plain, p) || podNeedsRecreate(p, p) {
 		t.Fatal("storage IP without network / recreate decision")
 	}
 }

@@ -142,12 +142,12 @@ func storageIPOf(pod *corev1.Pod) string {
 }
 
 // podNeedsRecreate reports whether an existing pod no longer matches what
-// imPod would render (image, storage network or system-managed settings
-// changed).
+// imPod would render (image or system-managed settings changed). A
+// storage-network change is the setting controller's
+// (reconcileStorageNetwork).
 func podNeedsRecreate(pod *corev1.Pod, want *corev1.Pod) bool {
 	if len(pod.Spec.Containers) == 0 || pod.Spec.Containers[0].Image != want.Spec.Containers[0].Image {
 		return true
 	}
-	return pod.Annotations[multusNetworksAnnotation] != want.Annotations[multusNetworksAnnotation] ||
-		pod.Annotations[systemManagedAnnotation] != want.Annotations[systemManagedAnnotation]
+	return pod.Annotations[systemManagedAnnotation] != want.Annotations[systemManagedAnnotation]
 }

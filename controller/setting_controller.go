@@ -73,8 +73,14 @@ func (c *SettingController) syncSetting(ctx context.Context, key string) (Result
 	if applied && sRO.Name == string(types.SettingNameLogLevel) {
 		c.applyLogLevel(sRO.Value)
 	}
+	res := Done
+	if applied && sRO.Name == string(types.SettingNameStorageNetwork) {
+		if res, err = c.reconcileStorageNetwork(ctx, sRO); err != nil {
+			return Done, err
+		}
+	}
 	if sRO.Status.Applied == applied {
-		return Done, nil
+		return res, nil
 	}
 	s := sRO.DeepCopy()
 	s.Status.Applied = applied
@@ -82,7 +88,7 @@ func (c *SettingController) syncSetting(ctx context.Context, key string) (Result
 	if apierrors.IsConflict(err) {
 		return Done, nil
 	}
-	return Done, err
+	return res, err
 }
 
 // applyLogLevel sets the manager's log level from the log-level setting.

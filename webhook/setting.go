@@ -3,6 +3,8 @@ package webhook
 import (
 	"context"
 	"errors"
+	"strconv"
+	"strings"
 
 	admissionv1 "k8s.io/api/admission/v1"
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
@@ -13,9 +15,14 @@ import (
 
 // SettingStore answers the questions setting admission asks.
 type SettingStore interface {
-	// AnyVolumeAttached reports whether some volume is not detached; settings
-	// that restart instance managers (storage-network) only change then.
-	AnyVolumeAttached(ctx context.Context) (bool, error)
+	// AttachedVolumes lists, sorted, the volumes that are not detached;
+	// settings that restart instance managers (storage-network) only change
+	// while it is empty.
+	AttachedVolumes(ctx context.Context) ([]string, error)
+	// NetworkAttachmentDefinitionExists reports whether the Multus
+	// NetworkAttachmentDefinition namespace/name exists (false, nil also when
+	// the k8s.cni.cncf.io CRD is not installed).
+	NetworkAttachmentDefinitionExists(ctx context.Context, namespace, name string) (bool, error)
 }
 
 // restartingSettings change the instance-manager pods, so they may only
@@ -25,11 +32,21 @@ var restartingSettings = map[types.SettingName]bool{
 	types.SettingNameStorageNetwork: true,
 }
 
+// networkSettings name a Multus NetworkAttachmentDefinition, which must exist.
+var networkSettings = map[types.SettingName]bool{
+	types.SettingNameStorageNetwork: true,
+}
+
+// maxListedVolumes bounds the attached volumes a refusal names.
+const maxListedVolumes = 20
+
 // SettingKind is the admission registration for settings: the name must be
 // a known setting and the value must pass types.ValidateSetting (type,
-// range, choices, per-data-engine JSON). Mutation stores a valid value of a
-// per-data-engine setting as Longhorn does, a JSON object keyed by data
-// engine ("3" -> {"v1":"3","v2":"3"}).
+// range, choices, per-data-engine JSON). storage-network must name an
+// existing NetworkAttachmentDefinition, and changes only while every
+// volume is detached (the refusal lists the attached ones). Mutation stores
+// a valid value of a per-data-engine setting as Longhorn does, a JSON object
+// keyed by data engine ("3" -> {"v1":"3","v2":"3"}).
 func SettingKind(store SettingStore) Kind[*longhorn.Setting] {
 	return Kind[*longhorn.Setting]{
 		Resource:   "settings",
@@ -50,18 +67,59 @@ func SettingKind(store SettingStore) Kind[*longhorn.Setting] {
 				}
 				return err
 			}
-			if req.Operation == admissionv1.Update && req.Old.Value != s.Value && restartingSettings[types.SettingName(s.Name)] {
-				attached, err := store.AnyVolumeAttached(ctx)
-				if err != nil {
+			changed := req.Operation != admissionv1.Update || req.Old.Value != s.Value
+			if !changed {
+				return nil
+			}
+			name := types.SettingName(s.Name)
+			if networkSettings[name] && s.Value != "" {
+				if err := checkNetworkExists(ctx, store, s.Value); err != nil {
 					return err
 				}
-				if attached {
-					return Invalid("value", "setting %s can only change while all volumes are detached", s.Name)
-				}
+			}
+			if req.Operation == admissionv1.Update && restartingSettings[name] {
+				return checkAllDetached(ctx, store, s.Name)
 			}
 			return nil
 		},
 	}
+}
+
+// checkNetworkExists refuses a "<namespace>/<name>" (already
+// format-checked) whose NetworkAttachmentDefinition is missing.
+func checkNetworkExists(ctx context.Context, store SettingStore, ref string) error {
+	ns, name, _ := strings.Cut(ref, "/")
+	ok, err := store.NetworkAttachmentDefinitionExists(ctx, ns, name)
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return Invalid("value", "NetworkAttachmentDefinition %s not found (k8s.cni.cncf.io/v1 network-attachment-definitions in namespace %s); create it before setting %s",
+			ref, ns, types.SettingNameStorageNetwork)
+	}
+	return nil
+}
+
+// checkAllDetached refuses a change of setting while volumes are attached
+// and names them.
+func checkAllDetached(ctx context.Context, store SettingStore, setting string) error {
+	vols, err := store.AttachedVolumes(ctx)
+	if err != nil {
+		return err
+	}
+	if len(vols) == 0 {
+		return nil
+	}
+	list := vols
+	if len(list) > maxListedVolumes {
+		list = list[:maxListedVolumes]
+	}
+	more := ""
+	if n := len(vols) - len(list); n > 0 {
+		more = " and " + strconv.Itoa(n) + " more"
+	}
+	return Invalid("value", "setting %s can only change while all volumes are detached; %d attached: %s%s (detach them first)",
+		setting, len(vols), strings.Join(list, ", "), more)
 }
 
 // normalizeSetting patches a valid value into its stored form

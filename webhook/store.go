@@ -3,6 +3,12 @@ package webhook
 import (
 	"context"
 	"fmt"
+	"sort"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
 
 	"github.com/longhorn-go/longhorn/datastore"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -15,15 +21,51 @@ type dsStore struct {
 	// engineImage is the manager's --engine-image, used while setting
 	// default-engine-image is not written yet (at first start-up).
 	engineImage string
+	// nads finds Multus NetworkAttachmentDefinitions; nil finds none.
+	nads NADLookup
 }
 
+// NADLookup reports whether the NetworkAttachmentDefinition namespace/name
+// exists; (false, nil) when it or its CRD is missing.
+type NADLookup func(ctx context.Context, namespace, name string) (bool, error)
+
+// NetworkAttachmentDefinitions is the Multus CRD's resource
+// (k8s.cni.cncf.io/v1 network-attachment-definitions, namespaced).
+var NetworkAttachmentDefinitions = schema.GroupVersionResource{Group: "k8s.cni.cncf.io", Version: "v1", Resource: "network-attachment-definitions"}
+
+// NewNADLookup looks NetworkAttachmentDefinitions up with a GET through c
+// (RBAC: get on k8s.cni.cncf.io network-attachment-definitions). A missing
+// object or a cluster without the CRD is (false, nil).
+func NewNADLookup(c dynamic.Interface) NADLookup {
+	return func(ctx context.Context, namespace, name string) (bool, error) {
+		_, err := c.Resource(NetworkAttachmentDefinitions).Namespace(namespace).Get(ctx, name, metav1.GetOptions{})
+		switch {
+		case err == nil:
+			return true, nil
+		case apierrors.IsNotFound(err):
+			return false, nil
+		}
+		return false, fmt.Errorf("get NetworkAttachmentDefinition %s/%s: %w", namespace, name, err)
+	}
+}
+
+// Option tunes NewRegistryFor.
+type Option func(*dsStore)
+
+// WithNADLookup makes setting admission check storage-network against l.
+func WithNADLookup(l NADLookup) Option { return func(s *dsStore) { s.nads = l } }
+
 // NewStore wraps a datastore for the admission kinds.
-func NewStore(ds *datastore.DataStore, engineImage string) interface {
+func NewStore(ds *datastore.DataStore, engineImage string, opts ...Option) interface {
 	VolumeStore
 	SettingStore
 	RecurringJobStore
 } {
-	return dsStore{ds: ds, engineImage: engineImage}
+	s := dsStore{ds: ds, engineImage: engineImage}
+	for _, o := range opts {
+		o(&s)
+	}
+	return s
 }
 
 func (s dsStore) VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error) {
@@ -68,23 +110,32 @@ func (s dsStore) MaxRecurringJobRetention() (int, error) {
 	return int(n), err
 }
 
-func (s dsStore) AnyVolumeAttached(ctx context.Context) (bool, error) {
+func (s dsStore) AttachedVolumes(ctx context.Context) ([]string, error) {
 	vols, err := s.ds.ListVolumesRO(ctx, nil)
 	if err != nil {
-		return false, fmt.Errorf("list volumes: %w", err)
+		return nil, fmt.Errorf("list volumes: %w", err)
 	}
+	var out []string
 	for _, v := range vols {
 		if v.Status.State != "" && v.Status.State != longhorn.VolumeStateDetached {
-			return true, nil
+			out = append(out, v.Name)
 		}
 	}
-	return false, nil
+	sort.Strings(out)
+	return out, nil
+}
+
+func (s dsStore) NetworkAttachmentDefinitionExists(ctx context.Context, namespace, name string) (bool, error) {
+	if s.nads == nil {
+		return false, nil
+	}
+	return s.nads(ctx, namespace, name)
 }
 
 // NewRegistryFor returns a registry with every kind the manager admits.
 // engineImage is the manager's --engine-image.
-func NewRegistryFor(ds *datastore.DataStore, engineImage string) *Registry {
-	st := NewStore(ds, engineImage)
+func NewRegistryFor(ds *datastore.DataStore, engineImage string, opts ...Option) *Registry {
+	st := NewStore(ds, engineImage, opts...)
 	reg := NewRegistry()
 	Register(reg, VolumeKind(st))
 	Register(reg, SettingKind(st))

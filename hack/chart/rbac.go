@@ -68,6 +68,9 @@ var funcNeeds = map[string][]Need{
 		{Group: "", Resource: "events", Verb: "patch"}, {Group: "", Resource: "events", Verb: "update"}},
 	"k8s.io/client-go/tools/events.NewBroadcaster": {{Group: "events.k8s.io", Resource: "events", Verb: "create"},
 		{Group: "events.k8s.io", Resource: "events", Verb: "patch"}, {Group: "events.k8s.io", Resource: "events", Verb: "update"}},
+	// The storage-network setting's NetworkAttachmentDefinition check (a
+	// dynamic-client GET).
+	"github.com/longhorn-go/longhorn/webhook.NewNADLookup": {{Group: "k8s.cni.cncf.io", Resource: "network-attachment-definitions", Verb: "get"}},
 	"k8s.io/client-go/tools/leaderelection/resourcelock.New": {{Group: "coordination.k8s.io", Resource: "leases", Verb: "get"},
 		{Group: "coordination.k8s.io", Resource: "leases", Verb: "create"}, {Group: "coordination.k8s.io", Resource: "leases", Verb: "update"}},
 }
