@@ -54,6 +54,8 @@ func commonFlags() []cli.Flag {
 		&cli.StringFlag{Name: "service-cidr", Value: d.ServiceCIDR.String(), Usage: "service range (made unreachable)"},
 		&cli.StringFlag{Name: "pod-cidr", Value: d.PodCIDR.String(), Usage: "pod range of real nodes: node i gets its i-th /24"},
 		&cli.StringFlag{Name: "node-mode", Value: string(d.NodeMode), Usage: "containerd (real kubelet + containerd nodes) or agent (pods as processes, faster)"},
+		&cli.StringFlag{Name: "storage-subnet", Usage: "real nodes: a storage network on a second bridge <name>br1 with this subnet, reached through the Multus-compatible meta-plugin (--multus-binary); empty: none"},
+		&cli.StringFlag{Name: "multus-binary", Usage: "the meta-plugin binary (bin/lhmultus) for --storage-subnet"},
 	}
 }
 
@@ -71,6 +73,14 @@ func configFrom(c *cli.Context) (cluster.Config, error) {
 		return cfg, fmt.Errorf("--pod-cidr: %w", err)
 	}
 	cfg.NodeMode = cluster.NodeMode(c.String("node-mode"))
+	if s := c.String("storage-subnet"); s != "" {
+		if cfg.StorageSubnet, err = netip.ParsePrefix(s); err != nil {
+			return cfg, fmt.Errorf("--storage-subnet: %w", err)
+		}
+		if cfg.MultusBinary, err = filepath.Abs(c.String("multus-binary")); err != nil || c.String("multus-binary") == "" {
+			return cfg, fmt.Errorf("--storage-subnet needs --multus-binary (bin/lhmultus)")
+		}
+	}
 	if cfg.StateDir, err = filepath.Abs(cfg.StateDir); err != nil {
 		return cfg, err
 	}
@@ -121,6 +131,11 @@ func upAction(c *cli.Context) error {
 		}
 	} else if h := c.String("helm"); h != "" {
 		if err := helmInstall(ctx, &st.Config, h, c.String("chart"), c.String("values"), c.Duration("manifest-timeout")); err != nil {
+			return err
+		}
+	}
+	if st.Config.StorageNetworkEnabled() {
+		if err := writeStorageNAD(&st.Config); err != nil {
 			return err
 		}
 	}
@@ -382,4 +397,16 @@ func kebab(k string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// writeStorageNAD writes an example NetworkAttachmentDefinition for the
+// storage network into the state directory and says how to use it.
+func writeStorageNAD(c *cluster.Config) error {
+	p := filepath.Join(c.StateDir, "storage-nad.yaml")
+	if err := os.WriteFile(p, []byte(c.StorageNAD("kube-system", "storage-network")), 0o644); err != nil {
+		return err
+	}
+	printf("storage network %s on %s: kubectl apply -f %s, then (volumes detached) set the storage-network setting to kube-system/storage-network",
+		c.StorageSubnet, c.StorageBridge(), p)
+	return nil
 }

@@ -13,6 +13,10 @@ CLUSTER_SUBNET    ?= 10.99.0.0/24
 CLUSTER_SVC_CIDR  ?= 10.99.1.0/24
 CLUSTER_POD_CIDR  ?= 10.100.0.0/16
 CLUSTER_NODE_MODE ?= containerd
+# CLUSTER_STORAGE_SUBNET=10.99.32.0/24: a storage network on a second bridge
+# <name>br1, reached through the test bed's Multus-compatible meta-plugin
+# (testbed/multus, bin/lhmultus); see README "Storage network".
+CLUSTER_STORAGE_SUBNET ?=
 CLUSTER_STATE_DIR ?= $(CACHE_DIR)/cluster-$(CLUSTER_NAME)
 # How the product is installed: Helm (chart/ with hack/cluster/values.yaml, the
 # default), or CLUSTER_MANIFEST=deploy/longhorn.yaml for kubectl apply.
@@ -20,7 +24,8 @@ CLUSTER_MANIFEST  ?=
 CLUSTER_VALUES    ?= hack/cluster/values.yaml
 CLUSTER_FLAGS      = --name $(CLUSTER_NAME) --nodes $(CLUSTER_NODES) --subnet $(CLUSTER_SUBNET) \
                      --service-cidr $(CLUSTER_SVC_CIDR) --pod-cidr $(CLUSTER_POD_CIDR) \
-                     --node-mode $(CLUSTER_NODE_MODE) --state-dir $(CLUSTER_STATE_DIR)
+                     --node-mode $(CLUSTER_NODE_MODE) --state-dir $(CLUSTER_STATE_DIR) \
+                     $(if $(CLUSTER_STORAGE_SUBNET),--storage-subnet $(CLUSTER_STORAGE_SUBNET) --multus-binary $(BIN)/lhmultus)
 # The product image's tag: the chart's appVersion (what deploy/longhorn.yaml runs).
 LONGHORN_IMAGE_TAG ?= $(shell awk '$$1=="appVersion:" {print $$2; exit}' chart/Chart.yaml)
 # The product image of `make image` (hack/make/deploy.mk). CLUSTER_IMAGE=bin/images/longhorn-dev.oci.tar
@@ -28,12 +33,15 @@ LONGHORN_IMAGE_TAG ?= $(shell awk '$$1=="appVersion:" {print $$2; exit}' chart/C
 # enough for manager, instance manager and engine, no node tools).
 CLUSTER_IMAGE     ?= $(BIN)/images/longhorn.oci.tar
 
-.PHONY: lhcluster lhpause cluster cluster-down cluster-status cluster-image-dev
+.PHONY: lhcluster lhpause lhmultus cluster cluster-down cluster-status cluster-image-dev
 lhcluster: ## build bin/lhcluster (local cluster tool and node agent)
 	go build -o $(BIN)/lhcluster ./hack/cluster
 
 lhpause:
 	CGO_ENABLED=0 go build -ldflags '-s -w' -o $(BIN)/lhpause ./hack/cluster/pause
+
+lhmultus: ## build bin/lhmultus (the test bed's Multus-compatible CNI meta-plugin)
+	CGO_ENABLED=0 go build -ldflags '-s -w' -o $(BIN)/lhmultus ./testbed/multus/cmd/lhmultus
 
 # A small product image for real nodes when `make image` has not run.
 cluster-image-dev: lhcluster
@@ -44,7 +52,7 @@ cluster-image-dev: lhcluster
 
 CLUSTER_IMAGE_DEPS = $(if $(filter %longhorn-dev.oci.tar,$(CLUSTER_IMAGE)),cluster-image-dev,image)
 
-cluster: packages build lhcluster lhpause testbin $(if $(CLUSTER_MANIFEST),,helm) $(if $(filter containerd,$(CLUSTER_NODE_MODE)),$(CLUSTER_IMAGE_DEPS)) ## start the local cluster (CLUSTER_NODES=3) and helm-install the product (CLUSTER_MANIFEST=deploy/longhorn.yaml: kubectl apply)
+cluster: packages build lhcluster lhpause $(if $(CLUSTER_STORAGE_SUBNET),lhmultus) testbin $(if $(CLUSTER_MANIFEST),,helm) $(if $(filter containerd,$(CLUSTER_NODE_MODE)),$(CLUSTER_IMAGE_DEPS)) ## start the local cluster (CLUSTER_NODES=3) and helm-install the product (CLUSTER_MANIFEST=deploy/longhorn.yaml: kubectl apply)
 	$(BIN)/lhcluster up $(CLUSTER_FLAGS) --assets $(TESTBIN_ASSETS) \
 	  --pause-binary $(BIN)/lhpause --image-archive $(CLUSTER_IMAGE) \
 	  --image 'longhornio/longhorn:*=$(BIN)/longhorn' \

@@ -77,6 +77,15 @@ type Config struct {
 	// PauseBinary (real nodes) is the static binary of the pause image
 	// (bin/lhpause); the image is assembled from it at start.
 	PauseBinary string
+	// StorageSubnet (real nodes; zero = none) is a second network for
+	// storage traffic: bridge <Name>br1 with the subnet's last address,
+	// eth1 in every node, reached by pods through the Multus-compatible
+	// meta-plugin (storagenet.go). A private IPv4 /16-/24 overlapping no
+	// other range.
+	StorageSubnet netip.Prefix
+	// MultusBinary is the meta-plugin (bin/lhmultus), needed with a
+	// storage network.
+	MultusBinary string
 }
 
 // NodeMode says how nodes run pods.
@@ -155,7 +164,10 @@ func (c *Config) Validate() error {
 	if c.Nodes > hosts-1 {
 		return fmt.Errorf("%w: %d nodes + gateway do not fit in %s", ErrConfig, c.Nodes, c.Subnet)
 	}
-	return c.validatePods()
+	if err := c.validatePods(); err != nil {
+		return err
+	}
+	return c.validateStorage()
 }
 
 // validateNetwork checks the node subnet and the service range.

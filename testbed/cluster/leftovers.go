@@ -39,8 +39,13 @@ func Leftovers(c Config) []string {
 			out = append(out, "netns "+e.Name())
 		}
 	}
-	if linkExists(c.Bridge()) {
-		out = append(out, "bridge "+c.Bridge())
+	for _, br := range []string{c.Bridge(), c.StorageBridge()} {
+		if linkExists(br) {
+			out = append(out, "bridge "+br)
+		}
+	}
+	for _, l := range linkNames(c.Name + "sn") {
+		out = append(out, "link "+l)
 	}
 	out = append(out, leftoverRoutes(c)...)
 	out = append(out, leftoverMounts(c)...)

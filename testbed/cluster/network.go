@@ -69,6 +69,11 @@ func SetupNetwork(c *Config) error {
 			return err
 		}
 	}
+	if c.StorageNetworkEnabled() {
+		if err := setupStorageNetwork(c); err != nil {
+			return err
+		}
+	}
 	if c.Real() {
 		if err := setupRootPodRoutes(c); err != nil {
 			return err
@@ -116,6 +121,9 @@ func checkSubnetFree(c *Config) error {
 	for _, a := range parseAddrShow(out) {
 		if a.dev != c.Bridge() && a.prefix.Overlaps(c.Subnet) {
 			return fmt.Errorf("%w: %s already has %s, inside subnet %s; choose another subnet", ErrUnsafeRoute, a.dev, a.prefix, c.Subnet)
+		}
+		if c.StorageSubnet.IsValid() && a.dev != c.StorageBridge() && a.prefix.Overlaps(c.StorageSubnet) {
+			return fmt.Errorf("%w: %s already has %s, inside storage subnet %s; choose another one", ErrUnsafeRoute, a.dev, a.prefix, c.StorageSubnet)
 		}
 		if a.prefix.Overlaps(c.ServiceCIDR) {
 			return fmt.Errorf("%w: %s has %s, inside service CIDR %s", ErrUnsafeRoute, a.dev, a.prefix, c.ServiceCIDR)
@@ -168,6 +176,11 @@ func CheckRoutes(c *Config) error {
 	svc := c.ServiceIP().String()
 	if out, err := ip("-o", "route", "get", svc); err == nil {
 		return fmt.Errorf("%w: service address %s routes as %q, want unreachable", ErrUnsafeRoute, svc, strings.TrimSpace(out))
+	}
+	if c.StorageNetworkEnabled() {
+		if err := checkStorageRoutes(c); err != nil {
+			return err
+		}
 	}
 	if c.Real() {
 		return checkPodRoutes(c)
@@ -245,6 +258,7 @@ func TeardownNetwork(c *Config) error {
 	if err := teardownPodRoutes(c); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, teardownStorageNetwork(c)...)
 	return errors.Join(errs...)
 }
 

@@ -61,7 +61,7 @@ func (c *Config) KubeletCgroupRoot(i int) string { return "/" + c.CgroupName() +
 // with runc (cgroupfs), overlayfs, CNI from Debian's plugin directory, and
 // the locally built pause image as sandbox image, and OOM score
 // adjustments clamped to containerd's own (see restrict_oom_score_adj).
-func containerdConfig() string {
+func containerdConfig(binDir string) string {
 	return fmt.Sprintf(`version = 2
 root = "/var/lib/containerd"
 state = "/run/containerd"
@@ -88,7 +88,7 @@ disabled_plugins = ["io.containerd.snapshotter.v1.btrfs", "io.containerd.snapsho
   [plugins."io.containerd.grpc.v1.cri".cni]
     bin_dir = %q
     conf_dir = "/etc/cni/net.d"
-`, pauseRef, cniBinDir)
+`, pauseRef, binDir)
 }
 
 // cniBinDir is where Debian's containernetworking-plugins installs.

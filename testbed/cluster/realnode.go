@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/longhorn-go/longhorn/testbed/multus"
 )
 
 // Real nodes: per node, a persistent mount namespace with the node's own
@@ -292,13 +295,20 @@ func writeNodeFiles(c *Config, i int) (map[string]bool, error) {
 		return nil, err
 	}
 	files := []struct{ name, kind, content string }{
-		{"containerd.toml", kindContainerd, containerdConfig()},
-		{filepath.Join("etc-cni", "net.d", "10-lhcluster.conflist"), "", cniConflist(c, i)},
+		{"containerd.toml", kindContainerd, containerdConfig(c.cniBinDir())},
+		{filepath.Join("etc-cni", "net.d", clusterConflistName), "", cniConflist(c, i)},
 		{"kubelet.yaml", kindKubelet, kubeletConfig(c, i)},
 		{"resolv.conf", "", resolvConf},
 		{"kubelet.kubeconfig", kindKubelet, kubeconfigFor(c, "system:node:"+c.NodeName(i), c.pkiPath(c.NodeName(i)+"-client.crt"), c.pkiPath(c.NodeName(i)+"-client.key"))},
 		{"kube-proxy.yaml", kindKubeProxy, kubeProxyConfig(c, i)},
 		{"kube-proxy.kubeconfig", kindKubeProxy, kubeconfigFor(c, "system:kube-proxy", c.pkiPath(kubeProxyCert+".crt"), c.pkiPath(kubeProxyCert+".key"))},
+	}
+	multusConf := filepath.Join(d, "etc-cni", "net.d", multusConflistName)
+	if c.StorageNetworkEnabled() {
+		files = append(files, struct{ name, kind, content string }{filepath.Join("etc-cni", "net.d", multusConflistName), "",
+			multus.PluginConflist(c.multusKubeconfig(), "/etc/cni/net.d/"+clusterConflistName)})
+	} else if err := os.Remove(multusConf); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
 	}
 	changed := map[string]bool{}
 	for _, f := range files {

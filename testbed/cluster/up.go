@@ -76,6 +76,14 @@ func Up(ctx context.Context, c Config, out Printf) (*State, error) {
 	if err := startControlPlane(ctx, &c, st, out); err != nil {
 		return st, err
 	}
+	if c.StorageNetworkEnabled() {
+		if err := prepareMultus(&c); err != nil {
+			return st, fmt.Errorf("storage network: %w", err)
+		}
+		if err := installMultus(ctx, &c, out); err != nil {
+			return st, err
+		}
+	}
 	if c.Real() {
 		err = startRealNodes(ctx, &c, st, out)
 	} else {
@@ -93,7 +101,8 @@ func Up(ctx context.Context, c Config, out Printf) (*State, error) {
 
 func sameShape(a, b Config) bool {
 	return a.Name == b.Name && a.Nodes == b.Nodes && a.Subnet == b.Subnet && a.ServiceCIDR == b.ServiceCIDR &&
-		a.APIServerPort == b.APIServerPort && a.EtcdPort == b.EtcdPort && a.NodeMode == b.NodeMode && a.PodCIDR == b.PodCIDR
+		a.APIServerPort == b.APIServerPort && a.EtcdPort == b.EtcdPort && a.NodeMode == b.NodeMode && a.PodCIDR == b.PodCIDR &&
+		a.StorageSubnet == b.StorageSubnet
 }
 
 func (s *State) anyAlive() bool {
