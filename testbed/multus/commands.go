@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/containernetworking/cni/pkg/skel"
-	cnitypes "github.com/containernetworking/cni/pkg/types"
+	"github.com/containernetworking/cni/pkg/version"
 )
 
 // callTimeout bounds one CNI command (delegates and API calls).
@@ -63,7 +63,15 @@ func (p *Plugin) Add(args *skel.CmdArgs) error {
 	if err := p.writeStatus(ctx, conf, pod, statuses); err != nil {
 		return err
 	}
-	return cnitypes.PrintResult(res, conf.CNIVersion)
+	out, err := res.GetAsVersion(conf.CNIVersion)
+	if err != nil {
+		return err
+	}
+	w := p.Stdout
+	if w == nil {
+		w = os.Stdout
+	}
+	return out.PrintTo(w)
 }
 
 // addAttachments runs the delegate of every network the pod asks for.
@@ -196,7 +204,8 @@ func (p *Plugin) Del(args *skel.CmdArgs) error {
 	return nil
 }
 
-// Check is CNI CHECK of every recorded delegate.
+// Check is CNI CHECK of every recorded delegate of CNI version 0.4.0 or
+// later.
 func (p *Plugin) Check(args *skel.CmdArgs) error {
 	ctx, cancel := context.WithTimeout(context.Background(), callTimeout)
 	defer cancel()
@@ -213,6 +222,9 @@ func (p *Plugin) Check(args *skel.CmdArgs) error {
 		list, err := confList(d.Conf, "cluster")
 		if err != nil {
 			return err
+		}
+		if ok, err := version.GreaterThanOrEqualTo(list.CNIVersion, "0.4.0"); err != nil || !ok {
+			continue // CHECK came with CNI 0.4.0; older configurations are not checked (as Multus does)
 		}
 		caps := selectionCaps(d)
 		if d.Default {

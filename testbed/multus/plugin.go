@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -48,6 +49,8 @@ type Plugin struct {
 	CNI libcni.CNI
 	// Cluster reaches the API server; built from NetConf.Kubeconfig.
 	Cluster func(kubeconfig string) (Cluster, error)
+	// Stdout receives ADD's result; nil is os.Stdout (the runtime reads it).
+	Stdout io.Writer
 }
 
 // delegate is one network the ADD ran, as the cache keeps it.
