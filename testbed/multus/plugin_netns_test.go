@@ -44,7 +44,9 @@ type fakeCluster struct {
 	status   string
 }
 
-func (f *fakeCluster) PodNetworks(context.Context, string, string) (string, error) { return f.networks, nil }
+func (f *fakeCluster) PodNetworks(context.Context, string, string) (string, error) {
+	return f.networks, nil
+}
 func (f *fakeCluster) NADConfig(_ context.Context, ns, name string) (string, error) {
 	c, ok := f.nads[ns+"/"+name]
 	if !ok {
@@ -52,7 +54,10 @@ func (f *fakeCluster) NADConfig(_ context.Context, ns, name string) (string, err
 	}
 	return c, nil
 }
-func (f *fakeCluster) SetNetworkStatus(_ context.Context, _, _, s string) error { f.status = s; return nil }
+func (f *fakeCluster) SetNetworkStatus(_ context.Context, _, _, s string) error {
+	f.status = s
+	return nil
+}
 
 func run(t *testing.T, args ...string) string {
 	t.Helper()
