@@ -30,6 +30,7 @@ func instanceManagerCommand() *cli.Command {
 			&cli.DurationFlag{Name: "stop-timeout", Value: 10 * time.Second, Usage: "how long a stopping process may take before SIGKILL"},
 			&cli.Int64Flag{Name: "log-max-size", Value: logfile.DefaultMaxSize, Usage: "bytes per process log file before rotation"},
 			&cli.IntFlag{Name: "log-max-files", Value: logfile.DefaultMaxFiles, Usage: "rotated log files kept per process"},
+			&cli.BoolFlag{Name: "no-proxy", Usage: "play an instance manager older than the engine proxy (tests of the upgrade path): report proxy API version 0 and serve nothing on --proxy-listen"},
 		},
 		Action: runInstanceManager,
 	}
@@ -56,7 +57,7 @@ func runInstanceManager(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Listen: c.String("listen"), ProxyListen: c.String("proxy-listen"), Manager: mgr})
+	srv, err := server.New(server.Config{Listen: c.String("listen"), ProxyListen: c.String("proxy-listen"), Manager: mgr, NoProxy: c.Bool("no-proxy")})
 	if err != nil {
 		return err
 	}

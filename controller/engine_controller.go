@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/longhorn-go/longhorn/controller/lifecycle"
@@ -27,10 +28,14 @@ type EngineController struct {
 	mu       sync.Mutex
 	rebuilds map[string]map[string]*rebuildRecord // engine -> replica -> record
 	cleanups map[string]bool                      // engines with system snapshots to clean up
+	// paths is how each engine was last reached: true through the
+	// instance manager's proxy, false directly (an instance manager older
+	// than the proxy).
+	paths map[string]bool
 }
 
 func newEngineController(e *env) (runner, error) {
-	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}, cleanups: map[string]bool{}}
+	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}, cleanups: map[string]bool{}, paths: map[string]bool{}}
 	c.w = NewWorker("longhorn-engine", c.syncEngine)
 	c.monitors = newEngineMonitors(e.api, c.w.Enqueue)
 	if err := addHandler(e.ds.EngineInformer(), onChange(c.w.EnqueueObject)); err != nil {
@@ -138,6 +143,7 @@ func (c *EngineController) forget(name string) {
 	c.mu.Lock()
 	delete(c.rebuilds, name)
 	delete(c.cleanups, name)
+	delete(c.paths, name)
 	c.mu.Unlock()
 }
 
@@ -302,4 +308,27 @@ func snapshotsOf(in map[string]*engineapi.Snapshot) map[string]*longhorn.Snapsho
 			UserCreated: s.UserCreated, Created: s.Created, Size: strconv.FormatInt(s.Size, 10), Labels: s.Labels}
 	}
 	return emptyToNil(out)
+}
+
+// noteClientPath records an event when the way the engine is reached
+// changes: through the instance manager's proxy, or directly because the
+// instance manager is older than the proxy (Longhorn's fallback for
+// instance managers that predate it).
+func (c *EngineController) noteClientPath(e *longhorn.Engine, client engineapi.EngineClient) {
+	viaProxy := client.IsGRPC()
+	c.mu.Lock()
+	last, seen := c.paths[e.Name]
+	c.paths[e.Name] = viaProxy
+	c.mu.Unlock()
+	if seen && last == viaProxy {
+		return
+	}
+	if viaProxy {
+		if seen {
+			c.recorder.Eventf(e, corev1.EventTypeNormal, "EngineClientProxy", "Reaching engine %s through the proxy of instance manager %s", e.Name, e.Status.InstanceManagerName)
+		}
+		return
+	}
+	c.recorder.Eventf(e, corev1.EventTypeNormal, "EngineClientDirect",
+		"Instance manager %s serves no engine proxy (proxy API version 0): reaching engine %s directly at %s", e.Status.InstanceManagerName, e.Name, engineRef(e).Address)
 }

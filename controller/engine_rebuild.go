@@ -53,6 +53,7 @@ func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.En
 	if err != nil {
 		return err
 	}
+	c.noteClientPath(e, client)
 	inEngine := map[string]engineapi.Replica{}
 	for _, r := range obs.Replicas {
 		n := replicaNameForAddress(e, r)

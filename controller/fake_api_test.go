@@ -41,6 +41,10 @@ func (a *fakeAPI) InstanceManager(_ context.Context, addr engineapi.IMAddress) (
 	return a.im(addr), nil
 }
 
+func (a *fakeAPI) Ping(_ context.Context, addr engineapi.IMAddress) (engineapi.APIVersions, error) {
+	return a.im(addr).Versions(), nil
+}
+
 func (a *fakeAPI) Engine(_ context.Context, _ engineapi.IMAddress, e engineapi.EngineRef) (engineapi.EngineClient, error) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
@@ -196,6 +200,8 @@ func (e *fakeEngine) SnapshotPurge(context.Context, bool) error {
 	e.purges++
 	return nil
 }
+
+func (e *fakeEngine) IsGRPC() bool { return true }
 
 func (e *fakeEngine) VolumeGet(context.Context) (*engineapi.Volume, error) { return e.vol, nil }
 func (e *fakeEngine) ReplicaList(context.Context) ([]engineapi.Replica, error) {

@@ -38,6 +38,8 @@ type imPodParams struct {
 	DataPath string
 	// System are the settings applied to every pod the manager creates.
 	System systemManaged
+	// NoProxy adds --no-proxy (Options.InstanceManagerNoProxy).
+	NoProxy bool
 }
 
 // imPod renders the instance-manager pod of im: privileged, pod network
@@ -99,6 +101,11 @@ func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 				{Name: "longhorn", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p.DataPath, Type: &dirType}}},
 			},
 		},
+	}
+	if p.NoProxy {
+		c := &pod.Spec.Containers[0]
+		c.Args = append(c.Args, "--no-proxy")
+		c.Ports = c.Ports[:1]
 	}
 	if p.StorageNetwork != "" {
 		pod.Annotations = map[string]string{multusNetworksAnnotation: multusNetworks(p.StorageNetwork)}

@@ -13,6 +13,9 @@ import (
 type instanceAPI interface {
 	InstanceManager(ctx context.Context, im engineapi.IMAddress) (instanceManagerClient, error)
 	Engine(ctx context.Context, im engineapi.IMAddress, e engineapi.EngineRef) (engineapi.EngineClient, error)
+	// Ping checks the instance manager now (and its proxy, when it has
+	// one); a failure drops its connections, so the next use dials again.
+	Ping(ctx context.Context, im engineapi.IMAddress) (engineapi.APIVersions, error)
 }
 
 // instanceManagerClient is the part of *engineapi.InstanceManagerClient the
@@ -42,6 +45,10 @@ func (a handlerAPI) InstanceManager(ctx context.Context, im engineapi.IMAddress)
 		return nil, err
 	}
 	return imClientAdapter{c}, nil
+}
+
+func (a handlerAPI) Ping(ctx context.Context, im engineapi.IMAddress) (engineapi.APIVersions, error) {
+	return a.h.Ping(ctx, im)
 }
 
 func (a handlerAPI) Engine(ctx context.Context, im engineapi.IMAddress, e engineapi.EngineRef) (engineapi.EngineClient, error) {

@@ -225,11 +225,16 @@ func (c *InstanceManagerController) podParams(ctx context.Context) (imPodParams,
 	if err != nil {
 		return imPodParams{}, err
 	}
-	return imPodParams{Namespace: c.opts.Namespace, ServiceAccount: c.opts.ServiceAccount, StorageNetwork: nad, DataPath: path, System: sys}, nil
+	return imPodParams{Namespace: c.opts.Namespace, ServiceAccount: c.opts.ServiceAccount, StorageNetwork: nad, DataPath: path, System: sys,
+		NoProxy: c.opts.InstanceManagerNoProxy}, nil
 }
 
-// syncInstances lists the instance manager's instances into status.
+// syncInstances pings the instance manager (and its proxy), so that a dead
+// client is dropped and dialed again, then lists its instances into status.
 func (c *InstanceManagerController) syncInstances(ctx context.Context, im *longhorn.InstanceManager, ip string) error {
+	if _, err := c.api.Ping(ctx, imAddress(ip)); err != nil {
+		return err
+	}
 	client, err := c.api.InstanceManager(ctx, imAddress(ip))
 	if err != nil {
 		return err

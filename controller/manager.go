@@ -34,6 +34,9 @@ type Options struct {
 	// InstanceManagerImage is the instance-manager pod image
 	// (--instance-manager-image).
 	InstanceManagerImage string
+	// InstanceManagerNoProxy starts instance-manager pods with --no-proxy
+	// (an instance manager older than the engine proxy; upgrade tests).
+	InstanceManagerNoProxy bool
 	// ServiceAccount runs the instance-manager pods (--service-account).
 	ServiceAccount string
 	// Workers per controller; 0 means 5 (Longhorn's).

@@ -3,11 +3,17 @@ package engineapi
 import "context"
 
 // EngineClient operates one engine (one volume). The implementation goes
-// through the instance manager's proxy (Handler.Engine); tests of controllers
+// through the instance manager's proxy (Handler.Engine), or to the engine
+// directly for an instance manager without one; tests of controllers
 // may use their own fake. Every method honours ctx and, when ctx has no
 // deadline, applies DefaultCallTimeout. Engine errors keep their gRPC code
 // (see IsNotFound etc.); backup methods are not offered yet.
 type EngineClient interface {
+	// IsGRPC reports whether calls go through the instance manager's engine
+	// proxy (true) or straight to the engine, the fallback for an instance
+	// manager older than the proxy (false; Longhorn's EngineClientProxy
+	// IsGRPC).
+	IsGRPC() bool
 	// VersionGet returns the engine binary's versions.
 	VersionGet(ctx context.Context) (*EngineVersion, error)
 	// VolumeGet returns the volume as the engine serves it.

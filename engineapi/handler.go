@@ -7,6 +7,7 @@ import (
 	"net"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -52,6 +53,7 @@ type Handler struct {
 	mu     sync.Mutex
 	ims    map[IMAddress]*imEntry
 	closed bool
+	dials  atomic.Int64
 }
 
 // imEntry is the connection state of one instance manager; mu serializes
@@ -63,6 +65,10 @@ type imEntry struct {
 	cc, pcc   *grpc.ClientConn
 	versions  APIVersions
 	lastCheck time.Time
+	dials     *atomic.Int64
+	// engines are direct connections to engines (by address), used when
+	// the instance manager has no proxy (engines_direct.go).
+	engines map[string]*grpc.ClientConn
 }
 
 // NewHandler returns an empty Handler; connections are made on first use.
@@ -105,6 +111,9 @@ func (h *Handler) Engine(ctx context.Context, im IMAddress, e EngineRef) (Engine
 	}
 	ent.mu.Lock()
 	defer ent.mu.Unlock()
+	if !ProxySupported(ent.versions) {
+		return ent.directLocked(e)
+	}
 	return &proxyEngineClient{
 		target: fmt.Sprintf("engine %s (%s) via %s", e.Name, e.Address, im.ProxyAddress),
 		c:      imrpc.NewProxyEngineServiceClient(ent.pcc), entry: ent,
@@ -150,7 +159,7 @@ func (h *Handler) entry(ctx context.Context, im IMAddress) (*imEntry, error) {
 	}
 	e, ok := h.ims[im]
 	if !ok {
-		e = &imEntry{addr: im}
+		e = &imEntry{addr: im, dials: &h.dials}
 		h.ims[im] = e
 	}
 	h.mu.Unlock()
@@ -196,8 +205,10 @@ func (h *Handler) checkLocked(ctx context.Context, e *imEntry) error {
 	if err := CheckCompatibility(versions); err != nil {
 		return fmt.Errorf("instance manager %s (version %s): %w", e.addr.Address, v.GetVersion(), err)
 	}
-	if _, err := imrpc.NewProxyEngineServiceClient(e.pcc).Ping(ctx, &imrpc.Empty{}); err != nil {
-		return callError("instance manager proxy "+e.addr.ProxyAddress, "Ping", err)
+	if ProxySupported(versions) {
+		if _, err := imrpc.NewProxyEngineServiceClient(e.pcc).Ping(ctx, &imrpc.Empty{}); err != nil {
+			return callError("instance manager proxy "+e.addr.ProxyAddress, "Ping", err)
+		}
 	}
 	e.versions, e.lastCheck = versions, time.Now()
 	return nil
@@ -219,6 +230,7 @@ func (e *imEntry) dialLocked() error {
 		return fmt.Errorf("instance manager proxy %s: %w", e.addr.ProxyAddress, err)
 	}
 	e.cc, e.pcc = cc, pcc
+	e.dials.Add(1)
 	return nil
 }
 
@@ -228,7 +240,10 @@ func (e *imEntry) closeLocked() {
 			_ = cc.Close()
 		}
 	}
-	e.cc, e.pcc, e.lastCheck = nil, nil, time.Time{}
+	for _, cc := range e.engines {
+		_ = cc.Close()
+	}
+	e.cc, e.pcc, e.lastCheck, e.engines = nil, nil, time.Time{}, nil
 }
 
 // suspect makes the next use of the entry check the connection first; call

@@ -36,6 +36,8 @@ func proxyCall[In, Out any](ctx context.Context, p *proxyEngineClient, call stri
 	return out, nil
 }
 
+func (p *proxyEngineClient) IsGRPC() bool { return true }
+
 func (p *proxyEngineClient) VersionGet(ctx context.Context) (*EngineVersion, error) {
 	r, err := proxyCall(ctx, p, "ServerVersionGet", imrpc.ProxyEngineServiceClient.ServerVersionGet, p.req)
 	if err != nil {

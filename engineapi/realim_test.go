@@ -30,22 +30,28 @@ type realIM struct {
 }
 
 // startRealIM starts the longhorn binary's instance manager on free ports with
-// a private process port range of n ports; it is killed at cleanup.
-func startRealIM(t *testing.T, n int) *realIM {
+// a private process port range of n ports and extra flags; it is killed at
+// cleanup.
+func startRealIM(t *testing.T, n int, extra ...string) *realIM {
+	t.Helper()
+	start := testutil.FreePortRange(t, n)
+	addr := IMAddress{
+		Address:      net.JoinHostPort("127.0.0.1", strconv.Itoa(testutil.FreePort(t))),
+		ProxyAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(testutil.FreePort(t))),
+	}
+	return startRealIMAt(t, addr, int32(start), int32(start+n-1), extra...)
+}
+
+// startRealIMAt starts an instance manager on addr with process ports
+// start..end.
+func startRealIMAt(t *testing.T, addr IMAddress, start, end int32, extra ...string) *realIM {
 	t.Helper()
 	bin := testutil.LonghornBinary(t)
-	start := testutil.FreePortRange(t, n)
-	im := &realIM{
-		addr: IMAddress{
-			Address:      net.JoinHostPort("127.0.0.1", strconv.Itoa(testutil.FreePort(t))),
-			ProxyAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(testutil.FreePort(t))),
-		},
-		portStart: int32(start), portEnd: int32(start + n - 1), out: &bytes.Buffer{}, exited: make(chan error, 1),
-	}
-	im.cmd = exec.Command(bin, "--log-level", "debug", "instance-manager",
+	im := &realIM{addr: addr, portStart: start, portEnd: end, out: &bytes.Buffer{}, exited: make(chan error, 1)}
+	im.cmd = exec.Command(bin, append([]string{"--log-level", "debug", "instance-manager",
 		"--listen", im.addr.Address, "--proxy-listen", im.addr.ProxyAddress,
 		"--data-root", t.TempDir(), "--port-range", fmt.Sprintf("%d-%d", im.portStart, im.portEnd),
-		"--stop-timeout", "3s")
+		"--stop-timeout", "3s"}, extra...)...)
 	im.cmd.Stdout, im.cmd.Stderr = im.out, im.out
 	if err := im.cmd.Start(); err != nil {
 		t.Fatal(err)

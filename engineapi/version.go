@@ -26,11 +26,20 @@ const (
 
 // CheckCompatibility returns an error wrapping ErrIncompatible when the
 // instance manager's [Min, Current] ranges do not overlap the client's
-// (Longhorn's CheckInstanceManagerCompatibility rule, applied to both the
-// instance and the proxy API).
+// (Longhorn's CheckInstanceManagerCompatibility rule, applied to the
+// instance API and, when the instance manager has one, the proxy API).
+
+// ProxySupported reports whether the instance manager serves the engine
+// proxy: an instance manager older than the proxy reports proxy API
+// version 0 (Longhorn's CheckInstanceManagerProxySupport).
+func ProxySupported(v APIVersions) bool { return v.ProxyCurrent >= MinProxyAPIVersion }
+
 func CheckCompatibility(v APIVersions) error {
 	if err := overlap("instance manager", v.InstanceManagerMin, v.InstanceManagerCurrent, MinInstanceManagerAPIVersion, CurrentInstanceManagerAPIVersion); err != nil {
 		return err
+	}
+	if !ProxySupported(v) {
+		return nil // older than the proxy: engines are reached directly (Handler.Engine)
 	}
 	return overlap("instance manager proxy", v.ProxyMin, v.ProxyCurrent, MinProxyAPIVersion, CurrentProxyAPIVersion)
 }

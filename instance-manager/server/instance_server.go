@@ -27,6 +27,7 @@ type instanceServer struct {
 	m              *process.Manager
 	defaultBinary  string
 	replaceTimeout time.Duration
+	noProxy        bool
 }
 
 // validateInstanceSpec checks the instance fields and returns the process
@@ -162,5 +163,5 @@ func (s *instanceServer) InstanceReplace(ctx context.Context, req *imrpc.Instanc
 }
 
 func (s *instanceServer) VersionGet(context.Context, *imrpc.Empty) (*imrpc.VersionResponse, error) {
-	return versionResponse(), nil
+	return versionResponse(s.noProxy), nil
 }

@@ -19,6 +19,7 @@ type processServer struct {
 	imrpc.UnimplementedProcessManagerServiceServer
 	m              *process.Manager
 	replaceTimeout time.Duration
+	noProxy        bool
 }
 
 func (s *processServer) ProcessCreate(_ context.Context, req *imrpc.ProcessCreateRequest) (*imrpc.ProcessResponse, error) {
@@ -86,10 +87,16 @@ func (s *processServer) ProcessReplace(ctx context.Context, req *imrpc.ProcessRe
 }
 
 func (s *processServer) VersionGet(context.Context, *imrpc.Empty) (*imrpc.VersionResponse, error) {
-	return versionResponse(), nil
+	return versionResponse(s.noProxy), nil
 }
 
-func versionResponse() *imrpc.VersionResponse {
+// versionResponse is VersionGet's answer; noProxy reports proxy API
+// version 0, as an instance manager older than the engine proxy does.
+func versionResponse(noProxy bool) *imrpc.VersionResponse {
+	if noProxy {
+		return &imrpc.VersionResponse{Version: meta.Version, GitCommit: meta.GitCommit, BuildDate: meta.BuildDate,
+			InstanceManagerApiVersion: imrpc.InstanceManagerAPIVersion, InstanceManagerApiMinVersion: imrpc.InstanceManagerAPIMinVersion}
+	}
 	return &imrpc.VersionResponse{
 		Version: meta.Version, GitCommit: meta.GitCommit, BuildDate: meta.BuildDate,
 		InstanceManagerApiVersion:         imrpc.InstanceManagerAPIVersion,

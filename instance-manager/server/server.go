@@ -46,6 +46,11 @@ type Config struct {
 	EngineConnIdle time.Duration
 	// Logger; default logrus.StandardLogger().
 	Logger logrus.FieldLogger
+	// NoProxy plays an instance manager older than the engine proxy (the
+	// upgrade story of Longhorn's storage-network design): VersionGet
+	// reports proxy API version 0 and nothing listens on ProxyListen, so
+	// the manager falls back to calling engines directly.
+	NoProxy bool
 }
 
 // Server runs the instance manager's two gRPC servers.
@@ -89,13 +94,18 @@ func New(cfg Config) (*Server, error) {
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
 	}
 	s.main = grpc.NewServer(opts...)
-	imrpc.RegisterProcessManagerServiceServer(s.main, &processServer{m: cfg.Manager, replaceTimeout: cfg.ReplaceTimeout})
-	imrpc.RegisterInstanceServiceServer(s.main, &instanceServer{m: cfg.Manager, defaultBinary: cfg.DefaultBinary, replaceTimeout: cfg.ReplaceTimeout})
+	imrpc.RegisterProcessManagerServiceServer(s.main, &processServer{m: cfg.Manager, replaceTimeout: cfg.ReplaceTimeout, noProxy: cfg.NoProxy})
+	imrpc.RegisterInstanceServiceServer(s.main, &instanceServer{m: cfg.Manager, defaultBinary: cfg.DefaultBinary,
+		replaceTimeout: cfg.ReplaceTimeout, noProxy: cfg.NoProxy})
 	healthpb.RegisterHealthServer(s.main, s.health)
-	s.proxy = grpc.NewServer(opts...)
-	imrpc.RegisterProxyEngineServiceServer(s.proxy, &proxyServer{conns: s.conns})
-	healthpb.RegisterHealthServer(s.proxy, s.health)
-	for _, svc := range []string{"", imrpc.ProcessManagerService_ServiceDesc.ServiceName, imrpc.InstanceService_ServiceDesc.ServiceName, imrpc.ProxyEngineService_ServiceDesc.ServiceName} {
+	services := []string{"", imrpc.ProcessManagerService_ServiceDesc.ServiceName, imrpc.InstanceService_ServiceDesc.ServiceName}
+	if !cfg.NoProxy {
+		s.proxy = grpc.NewServer(opts...)
+		imrpc.RegisterProxyEngineServiceServer(s.proxy, &proxyServer{conns: s.conns})
+		healthpb.RegisterHealthServer(s.proxy, s.health)
+		services = append(services, imrpc.ProxyEngineService_ServiceDesc.ServiceName)
+	}
+	for _, svc := range services {
 		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)
 	}
 	return s, nil
@@ -108,14 +118,19 @@ func (s *Server) Start() error {
 	if s.lis, err = net.Listen("tcp", s.cfg.Listen); err != nil {
 		return fmt.Errorf("--listen %s: %w", s.cfg.Listen, err)
 	}
-	if s.proxLis, err = net.Listen("tcp", s.cfg.ProxyListen); err != nil {
-		_ = s.lis.Close()
-		return fmt.Errorf("--proxy-listen %s: %w", s.cfg.ProxyListen, err)
-	}
-	for _, p := range []struct {
+	type served struct {
 		srv *grpc.Server
 		lis net.Listener
-	}{{s.main, s.lis}, {s.proxy, s.proxLis}} {
+	}
+	all := []served{{s.main, s.lis}}
+	if s.proxy != nil {
+		if s.proxLis, err = net.Listen("tcp", s.cfg.ProxyListen); err != nil {
+			_ = s.lis.Close()
+			return fmt.Errorf("--proxy-listen %s: %w", s.cfg.ProxyListen, err)
+		}
+		all = append(all, served{s.proxy, s.proxLis})
+	}
+	for _, p := range all {
 		s.wg.Add(1)
 		go func() {
 			defer s.wg.Done()
@@ -124,15 +139,20 @@ func (s *Server) Start() error {
 			}
 		}()
 	}
-	s.cfg.Logger.WithFields(logrus.Fields{"listen": s.lis.Addr().String(), "proxy": s.proxLis.Addr().String()}).Info("instance manager serving")
+	s.cfg.Logger.WithFields(logrus.Fields{"listen": s.lis.Addr().String(), "proxy": s.ProxyAddr()}).Info("instance manager serving")
 	return nil
 }
 
 // Addr is the bound process manager address (after Start).
 func (s *Server) Addr() string { return s.lis.Addr().String() }
 
-// ProxyAddr is the bound proxy address (after Start).
-func (s *Server) ProxyAddr() string { return s.proxLis.Addr().String() }
+// ProxyAddr is the bound proxy address (after Start); "" with NoProxy.
+func (s *Server) ProxyAddr() string {
+	if s.proxLis == nil {
+		return ""
+	}
+	return s.proxLis.Addr().String()
+}
 
 // Err delivers an error when a server stops serving on its own.
 func (s *Server) Err() <-chan error { return s.errs }
@@ -146,14 +166,18 @@ func (s *Server) Stop(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
 		s.main.GracefulStop()
-		s.proxy.GracefulStop()
+		if s.proxy != nil {
+			s.proxy.GracefulStop()
+		}
 		close(done)
 	}()
 	select {
 	case <-done:
 	case <-ctx.Done():
 		s.main.Stop()
-		s.proxy.Stop()
+		if s.proxy != nil {
+			s.proxy.Stop()
+		}
 		<-done
 	}
 	s.conns.close()
