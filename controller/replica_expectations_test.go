@@ -21,9 +21,16 @@ func TestReplicaExpectations(t *testing.T) {
 		t.Fatalf("pending once cached: %v", got)
 	}
 	e.created(r, t0)
-	e.observed(r)
+	e.observed(r, t0)
 	if got := e.pending("vol", nil, t0); len(got) != 0 {
 		t.Fatalf("pending after the informer saw it: %v", got)
+	}
+	// The informer's add event can arrive before the create call returns.
+	early := &longhorn.Replica{ObjectMeta: metav1.ObjectMeta{Name: "vol-r-1a1b1c1d"}, Spec: r.Spec}
+	e.observed(early, t0)
+	e.created(early, t0)
+	if got := e.pending("vol", nil, t0); len(got) != 0 {
+		t.Fatalf("pending after an event that beat the create: %v", got)
 	}
 	e.created(r, t0)
 	if got := e.pending("vol", nil, t0.Add(replicaExpectationTimeout+time.Second)); len(got) != 0 {
@@ -68,9 +75,11 @@ func TestReplacementReplicaNeverReusesAName(t *testing.T) {
 	}
 }
 
-// Lowering the replica count removes the unplaced replicas beyond it even
-// when every placed replica has failed (the volume was faulted).
-func TestFewerReplicasRemovesUnplacedOnesWhenAllFailed(t *testing.T) {
+// All replicas and the engine killed, replacements made but never placed:
+// the volume is faulted (its every data-holding replica failed), so
+// auto-salvage brings the newest replicas back, status and events agree,
+// and lowering the replica count removes the unplaced replicas.
+func TestAllReplicasFailedSalvagesAndDropsUnplaced(t *testing.T) {
 	v := newVolume("vol", 3)
 	v.Status.OwnerID, v.Status.State = "n1", longhorn.VolumeStateDetached
 	e := &longhorn.Engine{ObjectMeta: metav1.ObjectMeta{Name: "vol-e-0", Namespace: testNS},
@@ -78,7 +87,7 @@ func TestFewerReplicasRemovesUnplacedOnesWhenAllFailed(t *testing.T) {
 	objs := []runtime.Object{v, e}
 	for _, n := range []string{"n1", "n2", "n3"} {
 		node := readyNode(n)
-		node[0].(*longhorn.Node).Spec.AllowScheduling = false // nothing can be placed
+		node[0].(*longhorn.Node).Spec.AllowScheduling = false // nothing new can be placed
 		objs = append(objs, node...)
 	}
 	mk := func(name, node, failedAt string) *longhorn.Replica {
@@ -92,20 +101,29 @@ func TestFewerReplicasRemovesUnplacedOnesWhenAllFailed(t *testing.T) {
 		r.Labels = map[string]string{"longhornvolume": "vol"}
 		return r
 	}
-	objs = append(objs, mk("vol-r-a", "n1", "2026-01-01T00:00:01Z"), mk("vol-r-b", "n2", "2026-01-01T00:00:01Z"),
-		mk("vol-r-c", "n3", "2026-01-01T00:00:01Z"), mk("vol-r-u1", "", ""), mk("vol-r-u2", "", ""), mk("vol-r-u3", "", ""))
+	objs = append(objs, mk("vol-r-a", "n1", "2026-01-01T00:00:01Z"), mk("vol-r-b", "n2", "2026-01-01T00:00:02Z"),
+		mk("vol-r-c", "n3", "2026-01-01T00:00:03Z"), mk("vol-r-u1", "", ""), mk("vol-r-u2", "", ""), mk("vol-r-u3", "", ""))
 	f := newFixture(t, objs...)
+	f.syncVolume("vol")
+	salvaged := 0
+	for _, r := range f.replicas("vol") {
+		if r.Spec.NodeID != "" && r.Spec.FailedAt == "" {
+			salvaged++
+		}
+	}
+	vs := f.volume("vol").Status
+	ev := f.events()
+	if salvaged != 3 || vs.LastAutoSalvagedAt == "" || vs.Robustness != longhorn.VolumeRobustnessFaulted ||
+		!hasEvent(ev, "Warning Faulted") || !hasEvent(ev, "Warning AutoSalvaged Salvaged 3 replica(s)") {
+		t.Fatalf("salvaged %d, status %s lastAutoSalvagedAt %q, events %q", salvaged, vs.Robustness, vs.LastAutoSalvagedAt, ev)
+	}
 	v = f.volume("vol")
 	v.Spec.NumberOfReplicas = 1
 	f.updateVolume(v)
 	f.syncVolume("vol")
-	unplaced := 0
 	for _, r := range f.replicas("vol") {
 		if r.Spec.NodeID == "" {
-			unplaced++
+			t.Fatalf("unplaced replica %s left with 3 salvaged replicas for numberOfReplicas 1", r.Name)
 		}
-	}
-	if unplaced != 1 {
-		t.Fatalf("%d unplaced replicas left for numberOfReplicas 1, want 1", unplaced)
 	}
 }

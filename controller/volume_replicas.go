@@ -68,7 +68,10 @@ func adopting(v *longhorn.Volume) bool {
 // replicaCounts summarises the working replicas.
 type replicaCounts struct {
 	active, usable, healthyRW, rebuilding int
-	everHealthy                           bool
+	// withData counts the usable replicas that held the volume's data once
+	// (healthyAt set): replacements made after a failure do not.
+	withData    int
+	everHealthy bool
 }
 
 func (s *volumeSnapshot) counts() replicaCounts {
@@ -86,6 +89,9 @@ func (s *volumeSnapshot) counts() replicaCounts {
 			continue
 		}
 		n.usable++
+		if r.Spec.HealthyAt != "" {
+			n.withData++
+		}
 		switch {
 		case modes[r.Name] == longhorn.ReplicaModeRW && running(r):
 			n.healthyRW++

@@ -21,6 +21,11 @@ func (c *VolumeController) reconcileRobustness(ctx context.Context, s *volumeSna
 		Usable: n.usable, Total: n.active, Want: s.vol.Spec.NumberOfReplicas}
 	if !n.everHealthy {
 		o.Total = 0 // a volume whose replicas never held data is not faulted
+	} else {
+		// Replacements that never held data cannot serve it: a volume whose
+		// every data-holding replica failed is faulted (and auto-salvage
+		// considered) however many fresh replicas were made meanwhile.
+		o.Usable = n.withData
 	}
 	next, acts := lifecycle.NextRobustness(lifecycle.Robustness(s.vol.Status.Robustness), o)
 	s.vol.Status.Robustness = longhorn.VolumeRobustness(next)

@@ -1,12 +1,15 @@
 package ui
 
 import (
+	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -33,15 +36,7 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	backend, err := managerAPI(ctx, c, f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	front, err := ui.NewFrontend(ui.FrontendOptions{Backend: backend})
-	if err != nil {
-		t.Fatal(err)
-	}
-	uiURL, err := serve(ctx, front)
+	uiURL, backend, err := frontend(ctx, c, f)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,6 +65,74 @@ func TestBrowser(t *testing.T) {
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {
 		t.Fatalf("playwright test: %v (report and screenshots in %s)", err, artifacts)
+	}
+}
+
+// frontend returns the URL the browser loads and what serves /v1 behind it.
+// On real nodes that is the product's longhorn-ui Deployment through
+// `kubectl port-forward svc/longhorn-frontend` (as a user reaches it); the
+// node-agent cluster routes no Service addresses, so there the test serves
+// ui.NewFrontend (the code of `longhorn ui`) itself, proxying to a manager pod.
+func frontend(ctx context.Context, c *cluster.Config, f *framework.Cluster) (string, string, error) {
+	if c.Real() {
+		u, err := portForward(ctx, c)
+		return u, "Service longhorn-backend via Deployment longhorn-ui", err
+	}
+	backend, err := managerAPI(ctx, c, f)
+	if err != nil {
+		return "", "", err
+	}
+	front, err := ui.NewFrontend(ui.FrontendOptions{Backend: backend})
+	if err != nil {
+		return "", "", err
+	}
+	u, err := serve(ctx, front)
+	return u, backend, err
+}
+
+// portForward waits for Deployment longhorn-ui and forwards a free
+// loopback port to Service longhorn-frontend until ctx ends.
+func portForward(ctx context.Context, c *cluster.Config) (string, error) {
+	if b, err := c.Kubectl(ctx, "-n", framework.Namespace, "rollout", "status", "deployment/longhorn-ui", "--timeout=3m").CombinedOutput(); err != nil {
+		return "", fmt.Errorf("deployment longhorn-ui: %w\n%s", err, b)
+	}
+	cmd := c.Kubectl(ctx, "-n", framework.Namespace, "port-forward", "--address", "127.0.0.1", "svc/longhorn-frontend", ":80")
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return "", err
+	}
+	cmd.Stderr = os.Stderr
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	go func() { _ = cmd.Wait() }()
+	lines := make(chan string)
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+		close(lines)
+	}()
+	// "Forwarding from 127.0.0.1:PORT -> 8000"
+	re := regexp.MustCompile(`Forwarding from (127\.0\.0\.1:\d+) ->`)
+	timeout := time.After(30 * time.Second)
+	for {
+		select {
+		case l, ok := <-lines:
+			if !ok {
+				return "", errors.New("kubectl port-forward svc/longhorn-frontend exited")
+			}
+			if m := re.FindStringSubmatch(l); m != nil {
+				go func() {
+					for range lines { // drain "Handling connection" lines
+					}
+				}()
+				return "http://" + m[1], nil
+			}
+		case <-timeout:
+			return "", errors.New("kubectl port-forward svc/longhorn-frontend: no local port after 30 s")
+		}
 	}
 }
 

@@ -1,12 +1,15 @@
 // Package ui runs the web UI end to end: the Playwright suite in ui/e2e,
 // driving Debian's chromium, against the real manager in a local 3-node
 // cluster (testbed/cluster, name lhui, 10.99.64.0/24, services
-// 10.99.65.0/24) with deploy/longhorn.yaml installed unchanged.
+// 10.99.65.0/24, pods 10.105.0.0/16) with deploy/longhorn.yaml installed
+// unchanged.
 //
-// The browser loads the UI from `longhorn ui`'s handler (ui.NewFrontend,
-// the code the longhorn-ui Deployment runs) served here on loopback and
-// proxying /v1 to a manager pod, since the node-agent cluster routes no
-// Service addresses. What a browser cannot do (write data through the
+// On real nodes (the default) the browser loads the UI the way a user does:
+// `kubectl port-forward svc/longhorn-frontend` to the product's longhorn-ui
+// Deployment, which proxies /v1 to Service longhorn-backend. With the node
+// agent (LONGHORN_UI_E2E_NODE_MODE=agent), which routes no Service
+// addresses, the test serves ui.NewFrontend itself, proxying to a manager
+// pod. What a browser cannot do (write data through the
 // volume's frontend, kill a replica process) the test does when the suite
 // asks through a small control server on loopback (control_test.go).
 //

@@ -3,6 +3,7 @@ package rest_test
 import (
 	"bytes"
 	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -24,11 +25,14 @@ func (f *fixture) setVolumeStatus(t *testing.T, name string, edit func(*longhorn
 	if v, err = f.lh.LonghornV1beta2().Volumes(ns).UpdateStatus(f.ctx, v, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var o gdapi.Object
-	eventually(t, "volume status in the API", func() bool {
-		o, _ = f.cli.ByID("volume", name)
-		return o != nil && o.Str("state") == string(v.Status.State) && o.Str("robustness") == string(v.Status.Robustness)
+	eventually(t, "volume status in the API's cache", func() bool {
+		c, err := f.ds.GetVolumeRO(f.ctx, name)
+		return err == nil && reflect.DeepEqual(c.Status, v.Status)
 	})
+	o, err := f.cli.ByID("volume", name)
+	if err != nil || o == nil {
+		t.Fatalf("volume %s: %v", name, err)
+	}
 	return o
 }
 
