@@ -160,6 +160,11 @@ func (s *Server) volumeSnapshotCR(ctx context.Context, r *http.Request, v *longh
 		return nil, invalidInput("name", "is required: the snapshot")
 	}
 	sn, err := s.ds.GetSnapshotRO(ctx, in.Name)
+	if apierrors.IsNotFound(err) {
+		// A Snapshot created a moment ago (snapshotCRCreate) may not be
+		// cached yet: ask the API server before answering 404.
+		sn, err = s.ds.GetSnapshotLive(ctx, in.Name)
+	}
 	if apierrors.IsNotFound(err) || (err == nil && sn.Spec.Volume != v.Name) {
 		return nil, newError(http.StatusNotFound, CodeNotFound, "volume %s has no snapshot %q", v.Name, in.Name)
 	}

@@ -20,6 +20,10 @@ const replicaExpectationTimeout = 30 * time.Second
 type replicaExpectations struct {
 	mu sync.Mutex
 	m  map[string]map[string]expectedReplica // volume -> replica name
+	// seen are replicas the informer reported before created ran (the add
+	// event can beat the create call's return): created skips them.
+	// Names are random, so a name is never seen twice for two replicas.
+	seen map[string]time.Time
 }
 
 type expectedReplica struct {
@@ -28,13 +32,22 @@ type expectedReplica struct {
 }
 
 func newReplicaExpectations() *replicaExpectations {
-	return &replicaExpectations{m: map[string]map[string]expectedReplica{}}
+	return &replicaExpectations{m: map[string]map[string]expectedReplica{}, seen: map[string]time.Time{}}
 }
 
 // created records a replica the API server accepted at now.
 func (e *replicaExpectations) created(r *longhorn.Replica, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for name, at := range e.seen {
+		if now.Sub(at) > replicaExpectationTimeout {
+			delete(e.seen, name)
+		}
+	}
+	if _, ok := e.seen[r.Name]; ok {
+		delete(e.seen, r.Name)
+		return
+	}
 	vol := r.Spec.VolumeName
 	if e.m[vol] == nil {
 		e.m[vol] = map[string]expectedReplica{}
@@ -42,10 +55,16 @@ func (e *replicaExpectations) created(r *longhorn.Replica, now time.Time) {
 	e.m[vol][r.Name] = expectedReplica{r: r, at: now}
 }
 
-// observed drops the expectation of a replica the cache added or deleted.
-func (e *replicaExpectations) observed(r *longhorn.Replica) {
+// observed drops the expectation of a replica the cache added or deleted
+// at now; one it does not expect yet is remembered, so that a created call
+// that comes after the informer's event records nothing.
+func (e *replicaExpectations) observed(r *longhorn.Replica, now time.Time) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if _, ok := e.m[r.Spec.VolumeName][r.Name]; !ok {
+		e.seen[r.Name] = now
+		return
+	}
 	delete(e.m[r.Spec.VolumeName], r.Name)
 	if len(e.m[r.Spec.VolumeName]) == 0 {
 		delete(e.m, r.Spec.VolumeName)

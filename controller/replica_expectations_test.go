@@ -21,9 +21,16 @@ func TestReplicaExpectations(t *testing.T) {
 		t.Fatalf("pending once cached: %v", got)
 	}
 	e.created(r, t0)
-	e.observed(r)
+	e.observed(r, t0)
 	if got := e.pending("vol", nil, t0); len(got) != 0 {
 		t.Fatalf("pending after the informer saw it: %v", got)
+	}
+	// The informer's add event can arrive before the create call returns.
+	early := &longhorn.Replica{ObjectMeta: metav1.ObjectMeta{Name: "vol-r-1a1b1c1d"}, Spec: r.Spec}
+	e.observed(early, t0)
+	e.created(early, t0)
+	if got := e.pending("vol", nil, t0); len(got) != 0 {
+		t.Fatalf("pending after an event that beat the create: %v", got)
 	}
 	e.created(r, t0)
 	if got := e.pending("vol", nil, t0.Add(replicaExpectationTimeout+time.Second)); len(got) != 0 {

@@ -48,7 +48,7 @@ func newVolumeController(e *env) (runner, error) {
 			obj = t.Obj
 		}
 		if r, ok := obj.(*longhorn.Replica); ok {
-			c.expect.observed(r)
+			c.expect.observed(r, e.now())
 		}
 	}
 	if err := addHandler(e.ds.ReplicaInformer(), cache.ResourceEventHandlerFuncs{AddFunc: seen, DeleteFunc: seen}); err != nil {

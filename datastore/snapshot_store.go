@@ -16,6 +16,12 @@ func (ds *DataStore) GetSnapshotRO(_ context.Context, name string) (*longhorn.Sn
 	return ds.snapshots.getRO(name)
 }
 
+// GetSnapshotLive reads the Snapshot name from the API server (read-your-writes
+// after a create that the cache may not show yet); NotFound as apierrors.
+func (ds *DataStore) GetSnapshotLive(ctx context.Context, name string) (*longhorn.Snapshot, error) {
+	return ds.snapshots.getLive(ctx, name)
+}
+
 // CreateSnapshot creates a Snapshot object (in the store's namespace when obj has none).
 func (ds *DataStore) CreateSnapshot(ctx context.Context, obj *longhorn.Snapshot) (*longhorn.Snapshot, error) {
 	return ds.snapshots.create(ctx, obj)

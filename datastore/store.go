@@ -21,8 +21,10 @@ type object[T any] interface {
 	DeepCopy() *T
 }
 
-// writer is the write half of a generated typed client (e.g. VolumeInterface).
+// writer is the write half of a generated typed client (e.g. VolumeInterface),
+// plus its Get for the rare read that must not see a stale cache.
 type writer[P any] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (P, error)
 	Create(ctx context.Context, obj P, opts metav1.CreateOptions) (P, error)
 	Update(ctx context.Context, obj P, opts metav1.UpdateOptions) (P, error)
 	UpdateStatus(ctx context.Context, obj P, opts metav1.UpdateOptions) (P, error)
@@ -98,6 +100,12 @@ func (s *store[T, P]) byIndexRO(index, value string) ([]P, error) {
 		}
 	}
 	return out, nil
+}
+
+// getLive reads name from the API server, not the cache: for a read that
+// must see this manager's own write of a moment ago (read-your-writes).
+func (s *store[T, P]) getLive(ctx context.Context, name string) (P, error) {
+	return s.client.Get(ctx, name, metav1.GetOptions{})
 }
 
 func (s *store[T, P]) create(ctx context.Context, obj P) (P, error) {

@@ -166,9 +166,11 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	if running != 3 {
 		t.Fatalf("%d replica processes running, want 3", running)
 	}
+	// examples/volume.yaml asks for frontend blockdev: the node gets
+	// /dev/longhorn/<volume>, as Longhorn reports it (issue 23).
 	endpoint := c.engineOf(vol).Status.Endpoint
-	if !strings.HasPrefix(endpoint, "nbd") {
-		t.Fatalf("engine endpoint %q", endpoint)
+	if endpoint != "/dev/longhorn/"+vol {
+		t.Fatalf("engine endpoint %q, want /dev/longhorn/%s", endpoint, vol)
 	}
 	endpoint = c.hostEndpoint("n1", endpoint)
 	qemuIO(t, endpoint, "write -P 0x5a 0 4M", "write -P 0xa5 512M 1M")

@@ -68,8 +68,9 @@ func (c *cluster) checkAdmission(t *testing.T, tc admissionCase) {
 
 func testWebhookRules(t *testing.T, c *cluster) {
 	// The managers create every Setting with its default at start; applying
-	// one before that races with the creation (AlreadyExists).
-	c.eventually("default settings created", 30*time.Second, func() (bool, string) {
+	// one before that races with the creation (AlreadyExists). About 120
+	// creates through the admission webhook: slow on a loaded machine.
+	c.eventually("default settings created", 120*time.Second, func() (bool, string) {
 		for _, name := range []string{"storage-over-provisioning-percentage", "default-replica-count", "auto-salvage"} {
 			if _, err := c.lh.LonghornV1beta2().Settings(ns).Get(c.ctx, name, metav1.GetOptions{}); err != nil {
 				return false, err.Error()
