@@ -51,8 +51,8 @@ func newDirectEngineClient(cc grpc.ClientConnInterface, e EngineRef) *directEngi
 	}
 	return &directEngineClient{
 		target: "engine " + e.Name + " (" + e.Address + ", direct)", volume: e.VolumeName,
-		c:      engineServiceClients{enginerpc.NewControllerServiceClient(cc), enginerpc.NewControllerExtServiceClient(cc)},
-		md:     md,
+		c:  engineServiceClients{enginerpc.NewControllerServiceClient(cc), enginerpc.NewControllerExtServiceClient(cc)},
+		md: md,
 	}
 }
 
