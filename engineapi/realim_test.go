@@ -35,9 +35,10 @@ type realIM struct {
 func startRealIM(t *testing.T, n int, extra ...string) *realIM {
 	t.Helper()
 	start := testutil.FreePortRange(t, n)
+	ports := testutil.FreePorts(t, 2)
 	addr := IMAddress{
-		Address:      net.JoinHostPort("127.0.0.1", strconv.Itoa(testutil.FreePort(t))),
-		ProxyAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(testutil.FreePort(t))),
+		Address:      net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[0])),
+		ProxyAddress: net.JoinHostPort("127.0.0.1", strconv.Itoa(ports[1])),
 	}
 	return startRealIMAt(t, addr, int32(start), int32(start+n-1), extra...)
 }

@@ -101,6 +101,23 @@ func FreePort(t testing.TB) int {
 	return l.Addr().(*net.TCPAddr).Port
 }
 
+// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a
+// moment ago: every listener is held until all n are picked, so two calls
+// cannot hand out the same port (as two FreePort calls in a row can).
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
+	ports := make([]int, 0, n)
+	for i := 0; i < n; i++ {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatalf("free port: %v", err)
+		}
+		defer l.Close()
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	return ports
+}
+
 // FreePortRange returns the first of n consecutive free TCP ports on 127.0.0.1
 // (a replica needs P..P+9). Bases are drawn below the kernel's ephemeral range
 // (10000-32767), like the instance manager's port range: ephemeral ports are

@@ -82,7 +82,7 @@ func assertNothingLeft(t *testing.T, cfg Config, name, loop string) {
 	if _, err := os.Lstat(filepath.Join(cfg.DevDir, name)); !os.IsNotExist(err) {
 		t.Errorf("device node left: %v", err)
 	}
-	waitFor(t, "loop devices of "+name+" to go", func() bool { l, _ := loopsOf(name); return len(l) == 0 })
+	waitFor(t, "loop devices of "+name+" to go", func() bool { l, _ := loopsOf(cfg.FuseDir, name); return len(l) == 0 })
 	if loop != "" {
 		if tag, _ := loopOwner(loop); strings.HasPrefix(tag, loopPrefix(name)) {
 			t.Errorf("%s still attached for %s", loop, name)

@@ -30,7 +30,7 @@ func attachFUSE(cfg Config, name string, size int64, be frontend.Backend) (devic
 func (d *fuseDevice) kernelPath() string { return d.loop.path }
 func (d *fuseDevice) rdev() uint64       { return d.loop.rdev }
 func (d *fuseDevice) record() ownerRecord {
-	return ownerRecord{Mode: ModeFUSE, Path: d.loop.path, NBDIndex: -1, LoopTag: d.loop.tag}
+	return ownerRecord{Mode: ModeFUSE, Path: d.loop.path, NBDIndex: -1, LoopTag: d.loop.tag, BackingFile: d.fs.file}
 }
 
 func (d *fuseDevice) expand(size int64) error {

@@ -151,7 +151,14 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// loopsOf lists every attached loop device carrying volume's prefix.
-func loopsOf(volume string) ([]string, error) {
-	return loopsTagged(func(tag string) bool { return strings.HasPrefix(tag, loopPrefix(volume)) })
+// loopsOf lists every attached loop device carrying volume's prefix, or
+// reading volume's FUSE file under fuseDir when its tag cannot be read.
+func loopsOf(fuseDir, volume string) ([]string, error) {
+	file := filepath.Join(fuseDir, volume, volume)
+	return loopsMatching(func(l attachedLoop) bool {
+		if l.tagKnown {
+			return strings.HasPrefix(l.tag, loopPrefix(volume))
+		}
+		return ownedLoop(l, "", file)
+	})
 }

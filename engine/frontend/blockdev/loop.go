@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -152,29 +153,53 @@ func cString(b []uint8) string {
 	return string(b)
 }
 
-// loopsTagged lists the attached loop devices whose tag satisfies match,
-// from /sys/block/loop*.
-func loopsTagged(match func(tag string) bool) ([]string, error) {
+// attachedLoop is one attached /dev/loopN as loopsMatching sees it.
+type attachedLoop struct {
+	dev string // /dev/loopN
+	// tag is lo_file_name; tagKnown is false when LOOP_GET_STATUS64 failed,
+	// as it does with ENOTCONN once the FUSE daemon serving the backing
+	// file died (the kernel stats the backing file to answer it).
+	tag      string
+	tagKnown bool
+	// backing is /sys/block/loopN/loop/backing_file, read without touching
+	// the backing file (a " (deleted)" suffix is kept as the kernel prints it).
+	backing string
+}
+
+// loopsMatching lists the attached loop devices for which match is true,
+// from /sys/block/loop*. A device whose status cannot be read is passed with
+// tagKnown false rather than failing the scan: on a shared kernel it may be
+// anyone's, and it may be the stale device of our own dead engine.
+func loopsMatching(match func(attachedLoop) bool) ([]string, error) {
 	dirs, err := filepath.Glob("/sys/block/loop*")
 	if err != nil {
 		return nil, err
 	}
 	var out []string
 	for _, d := range dirs {
-		if _, err := os.Stat(filepath.Join(d, "loop", "backing_file")); err != nil {
+		backing, err := os.ReadFile(filepath.Join(d, "loop", "backing_file"))
+		if err != nil {
 			continue // not attached
 		}
-		dev := "/dev/" + filepath.Base(d)
-		tag, err := loopOwner(dev)
-		if err != nil {
-			if errors.Is(err, os.ErrNotExist) {
-				continue
-			}
-			return nil, err
+		l := attachedLoop{dev: "/dev/" + filepath.Base(d), backing: strings.TrimSuffix(string(backing), "\n")}
+		tag, err := loopOwner(l.dev)
+		if errors.Is(err, os.ErrNotExist) {
+			continue
 		}
-		if match(tag) {
-			out = append(out, dev)
+		l.tag, l.tagKnown = tag, err == nil
+		if match(l) {
+			out = append(out, l.dev)
 		}
 	}
 	return out, nil
+}
+
+// ownedLoop reports whether l is the loop device tagged tag, or, when its
+// tag cannot be read, the one whose backing file is backingFile (the FUSE
+// file FuseDir/<volume>/<volume>, unique to this node's state directory).
+func ownedLoop(l attachedLoop, tag, backingFile string) bool {
+	if l.tagKnown {
+		return tag != "" && l.tag == tag
+	}
+	return backingFile != "" && (l.backing == backingFile || l.backing == backingFile+" (deleted)")
 }

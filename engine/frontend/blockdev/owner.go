@@ -18,6 +18,9 @@ type ownerRecord struct {
 	Path string `json:"path"` // the kernel device
 	// LoopTag is the fuse mode's loop device tag (see loopTag).
 	LoopTag string `json:"loopTag,omitempty"`
+	// BackingFile is the fuse mode's FUSE file the loop device reads, which
+	// finds the loop when its tag cannot be read (dead FUSE daemon).
+	BackingFile string `json:"backingFile,omitempty"`
 	// NBDIndex is the nbd mode's device index (/dev/nbdN), -1 otherwise.
 	NBDIndex int `json:"nbdIndex"`
 	// ISCSI target and portal of the iscsi mode.
@@ -62,10 +65,10 @@ func readOwner(cfg Config, volume string) (ownerRecord, error) {
 func disconnectRecorded(rec ownerRecord) error {
 	switch rec.Mode {
 	case ModeFUSE:
-		if rec.LoopTag == "" {
+		if rec.LoopTag == "" && rec.BackingFile == "" {
 			return nil
 		}
-		loops, err := loopsTagged(func(tag string) bool { return tag == rec.LoopTag })
+		loops, err := loopsMatching(func(l attachedLoop) bool { return ownedLoop(l, rec.LoopTag, rec.BackingFile) })
 		for _, l := range loops {
 			err = errors.Join(err, loopDetach(l))
 		}

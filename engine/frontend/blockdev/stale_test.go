@@ -91,7 +91,7 @@ func TestEngineKilledThenReattach(t *testing.T) {
 	directIO(t, filepath.Join(cfg.DevDir, name), p, 1<<20)
 	_ = cmd.Process.Signal(syscall.SIGKILL)
 	_ = cmd.Wait()
-	if loops, _ := loopsOf(name); len(loops) != 1 || loops[0] != oldLoop {
+	if loops, _ := loopsOf(cfg.FuseDir, name); len(loops) != 1 || loops[0] != oldLoop {
 		t.Fatalf("after the kill want the stale loop %s, found %v", oldLoop, loops)
 	}
 
@@ -102,7 +102,7 @@ func TestEngineKilledThenReattach(t *testing.T) {
 	if tag, _ := loopOwner(oldLoop); strings.HasPrefix(tag, loopPrefix(name)) && oldLoop != f.dev.kernelPath() {
 		t.Fatalf("stale loop %s survived the reattach", oldLoop)
 	}
-	if loops, _ := loopsOf(name); len(loops) != 1 {
+	if loops, _ := loopsOf(cfg.FuseDir, name); len(loops) != 1 {
 		t.Fatalf("after reattach want one loop for %s, found %v", name, loops)
 	}
 	got := make([]byte, len(p))

@@ -180,3 +180,29 @@ func FuzzNBDGoReplies(f *testing.F) {
 		_, _, _ = nbdReadGoReplies(bytes.NewReader(b))
 	})
 }
+
+// TestOwnedLoop: a readable tag decides alone; an unreadable one (dead FUSE
+// daemon) falls back to the backing file, kept or deleted.
+func TestOwnedLoop(t *testing.T) {
+	const file = "/var/lib/longhorn/fuse/v/v"
+	cases := []struct {
+		l    attachedLoop
+		tag  string
+		want bool
+	}{
+		{attachedLoop{tag: "lhbd:1:a", tagKnown: true, backing: "/x"}, "lhbd:1:a", true},
+		{attachedLoop{tag: "lhbd:1:b", tagKnown: true, backing: file}, "lhbd:1:a", false},
+		{attachedLoop{tag: "", tagKnown: true, backing: file}, "", false},
+		{attachedLoop{backing: file}, "lhbd:1:a", true},
+		{attachedLoop{backing: file + " (deleted)"}, "lhbd:1:a", true},
+		{attachedLoop{backing: "/other/v/v"}, "lhbd:1:a", false},
+	}
+	for i, c := range cases {
+		if got := ownedLoop(c.l, c.tag, file); got != c.want {
+			t.Errorf("case %d: ownedLoop(%+v) = %v, want %v", i, c.l, got, c.want)
+		}
+	}
+	if ownedLoop(attachedLoop{backing: file}, "t", "") {
+		t.Error("an empty backing file matched an unreadable loop")
+	}
+}

@@ -120,8 +120,9 @@ func startEngine(t *testing.T, replicas int, size int64) *engineVolume {
 		v.repAddrs = append(v.repAddrs, "tcp://"+addr)
 		args = append(args, "--replica", "tcp://"+addr)
 	}
-	v.portal = "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
-	v.ctlURL = "127.0.0.1:" + strconv.Itoa(testutil.FreePort(t))
+	ports := testutil.FreePorts(t, 2)
+	v.portal = "127.0.0.1:" + strconv.Itoa(ports[0])
+	v.ctlURL = "127.0.0.1:" + strconv.Itoa(ports[1])
 	v.nbdSock = filepath.Join(v.dir, "nbd.sock")
 	args = append(args, "--iscsi-listen", v.portal, "--listen", v.ctlURL, "--nbd-listen", "unix:"+v.nbdSock)
 	deadline := time.Now().Add(60 * time.Second)
