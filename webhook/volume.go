@@ -86,7 +86,13 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 				if !on {
 					return Invalid("spec.dataEngine", "data engine %s is disabled (setting %s-data-engine)", req.Object.Spec.DataEngine, req.Object.Spec.DataEngine)
 				}
+				if err := refuseNotSupported(VolumeSpecSupport, "spec.", nil, &req.Object.Spec); err != nil {
+					return err
+				}
 				return validateVolume(req.Object)
+			}
+			if err := refuseNotSupported(VolumeSpecSupport, "spec.", &req.Old.Spec, &req.Object.Spec); err != nil {
+				return err
 			}
 			if err := validateVolumeUpdate(req.Old, req.Object); err != nil {
 				return err
