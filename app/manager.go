@@ -26,6 +26,7 @@ import (
 	"github.com/longhorn-go/longhorn/controller"
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
+	"github.com/longhorn-go/longhorn/metrics"
 	"github.com/longhorn-go/longhorn/types"
 	"github.com/longhorn-go/longhorn/webhook"
 )
@@ -144,7 +145,14 @@ func runManager(c *cli.Context) error {
 		// until the manager is ready.
 		router := api.NewRouter(ds, api.Options{Ready: ready.Load, Snapshots: api.EngineSnapshots{DS: ds, Handler: engines},
 			Kube: kube, Events: events, EngineImage: cfg.opts.EngineImage})
-		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)), router)
+		// Prometheus metrics beside the API, as Longhorn serves them on 9500.
+		engineMetrics := &engineapi.MetricsClient{}
+		defer engineMetrics.Close()
+		mux := http.NewServeMux()
+		mux.Handle("GET /metrics", metrics.Handler(metrics.Options{Source: metrics.DataStoreSource{DS: ds},
+			NodeName: cfg.opts.NodeName, Engine: engineMetrics.EngineMetrics}))
+		mux.Handle("/", router)
+		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)), mux)
 		if err != nil {
 			return err
 		}
