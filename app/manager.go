@@ -145,14 +145,10 @@ func runManager(c *cli.Context) error {
 		// until the manager is ready.
 		router := api.NewRouter(ds, api.Options{Ready: ready.Load, Snapshots: api.EngineSnapshots{DS: ds, Handler: engines},
 			Kube: kube, Events: events, EngineImage: cfg.opts.EngineImage})
-		// Prometheus metrics beside the API, as Longhorn serves them on 9500.
 		engineMetrics := &engineapi.MetricsClient{}
 		defer engineMetrics.Close()
-		mux := http.NewServeMux()
-		mux.Handle("GET /metrics", metrics.Handler(metrics.Options{Source: metrics.DataStoreSource{DS: ds},
-			NodeName: cfg.opts.NodeName, Engine: engineMetrics.EngineMetrics}))
-		mux.Handle("/", router)
-		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)), mux)
+		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)),
+			withMetrics(router, ds, cfg.opts.NodeName, engineMetrics))
 		if err != nil {
 			return err
 		}
@@ -251,6 +247,16 @@ func retryConflict(ctx context.Context, fn func() error) error {
 }
 
 // serveHTTP serves h on addr (the REST API port) until shut down.
+// withMetrics serves Prometheus metrics (GET /metrics) beside the API, as
+// Longhorn does on port 9500.
+func withMetrics(router http.Handler, ds *datastore.DataStore, node string, engines *engineapi.MetricsClient) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler(metrics.Options{Source: metrics.DataStoreSource{DS: ds},
+		NodeName: node, Engine: engines.EngineMetrics}))
+	mux.Handle("/", router)
+	return mux
+}
+
 func serveHTTP(addr string, h http.Handler) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

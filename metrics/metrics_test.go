@@ -174,7 +174,9 @@ func TestMetricsNamesAndLabels(t *testing.T) {
 	}
 	// An engine that does not answer leaves the I/O metrics out, the rest stays.
 	fams = scrape(t, Handler(Options{Source: src, NodeName: "n1", Log: logrus.New(),
-		Engine: func(context.Context, string) (engineapi.Metrics, error) { return engineapi.Metrics{}, fmt.Errorf("down") }}))
+		Engine: func(context.Context, string) (engineapi.Metrics, error) {
+			return engineapi.Metrics{}, fmt.Errorf("down")
+		}}))
 	if _, ok := value(fams, "longhorn_volume_write_iops", vl); ok {
 		t.Error("I/O metrics of an engine that failed")
 	}
