@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -302,4 +303,47 @@ func timingRuns() int {
 		return n
 	}
 	return 3
+}
+
+// statefulSet is a StatefulSet of n pods like tmpl, each with a claim
+// "data" of 64 MiB in class sc mounted at /data.
+func statefulSet(name string, n int32, sc string, tmpl *corev1.Pod) *appsv1.StatefulSet {
+	labels := map[string]string{"app": name}
+	claim := pvc("data", sc, 64<<20, false)
+	claim.Namespace = ""
+	return &appsv1.StatefulSet{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: pvcNamespace},
+		Spec: appsv1.StatefulSetSpec{Replicas: &n, Selector: &metav1.LabelSelector{MatchLabels: labels},
+			PodManagementPolicy:  appsv1.ParallelPodManagement,
+			Template:             corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: tmpl.Spec},
+			VolumeClaimTemplates: []corev1.PersistentVolumeClaim{*claim}}}
+}
+
+// scale sets the StatefulSet's replicas and waits until that many of its
+// pods run (none left for 0).
+func (e *pvcEnv) scale(name string, n int32) {
+	e.t.Helper()
+	sets := e.f.Kube.AppsV1().StatefulSets(pvcNamespace)
+	s, err := sets.Get(e.ctx, name, metav1.GetOptions{})
+	e.must(err)
+	s.Spec.Replicas = &n
+	_, err = sets.Update(e.ctx, s, metav1.UpdateOptions{})
+	e.must(err)
+	var last string
+	err = wait.PollUntilContextTimeout(e.ctx, 500*time.Millisecond, podTimeout, true, func(ctx context.Context) (bool, error) {
+		pods, err := e.f.Kube.CoreV1().Pods(pvcNamespace).List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+		if err != nil {
+			return false, nil
+		}
+		running := 0
+		for _, p := range pods.Items {
+			if p.Status.Phase == corev1.PodRunning && p.DeletionTimestamp == nil {
+				running++
+			}
+		}
+		last = fmt.Sprintf("%d pods, %d running", len(pods.Items), running)
+		return (n == 0 && len(pods.Items) == 0) || (n > 0 && running == int(n)), nil
+	})
+	if err != nil {
+		e.t.Fatalf("StatefulSet %s scaled to %d: %s", name, n, last)
+	}
 }
