@@ -200,11 +200,18 @@ func (s *Server) snapshotCRDelete(ctx context.Context, r *http.Request, _ urls, 
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := ops.Delete(ctx, v, sn.Name); err != nil && !engineapi.IsNotFound(err) {
+	err = ops.Delete(ctx, v, sn.Name)
+	switch {
+	case errors.Is(err, ErrNoEngine) && v.Status.State == longhorn.VolumeStateDetached:
+		// A detached volume: deleting the object is enough; its finalizer
+		// holds it until the snapshot controller has attached the volume
+		// and removed the snapshot.
+	case err != nil && !engineapi.IsNotFound(err):
 		return 0, nil, snapshotErr(err)
-	}
-	if err := ops.Purge(ctx, v); err != nil {
-		return 0, nil, snapshotErr(err)
+	default:
+		if err := ops.Purge(ctx, v); err != nil {
+			return 0, nil, snapshotErr(err)
+		}
 	}
 	if err := s.ds.DeleteSnapshot(ctx, sn.Name); err != nil && !apierrors.IsNotFound(err) {
 		return 0, nil, err

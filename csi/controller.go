@@ -93,8 +93,8 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if err != nil {
 		return nil, err
 	}
-	if req.GetVolumeContentSource() != nil {
-		return nil, status.Error(codes.InvalidArgument, "volume_content_source: creating a volume from a snapshot or a volume (clone) is not supported yet")
+	if src := req.GetVolumeContentSource(); src != nil {
+		return nil, s.refuseContentSource(ctx, src)
 	}
 	size, err := roundSize(req.GetCapacityRange(), fsType)
 	if err != nil {

@@ -2,6 +2,8 @@ package csi
 
 import (
 	"context"
+	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 	"time"
@@ -115,6 +117,11 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 		// A detached volume is attached by the manager's snapshot
 		// controller for the snapshot (Longhorn's way).
 		if sn, err = s.d.client.CreateSnapshotCR(ctx, vol, name); err != nil {
+			if isConflict(err) {
+				// Snapshot names are cluster-wide: this one belongs to
+				// another volume (snapshotCRGet looks in vol's only).
+				return nil, status.Errorf(codes.AlreadyExists, "snapshot %s exists for another volume than %s: %v", name, vol, err)
+			}
 			return nil, apiStatus(err, "create snapshot "+name)
 		}
 	case err != nil:
@@ -201,4 +208,29 @@ func (c *Client) CreateSnapshotCR(ctx context.Context, volume, name string) (*Sn
 // DeleteSnapshotCR deletes snapshot name of volume (snapshotCRDelete).
 func (c *Client) DeleteSnapshotCR(ctx context.Context, volume, name string) error {
 	return c.VolumeAction(ctx, volume, "snapshotCRDelete", map[string]string{"name": name}, nil)
+}
+
+// refuseContentSource answers CreateVolume with a content source: NotFound
+// when the source snapshot does not exist (CSI), else InvalidArgument: a
+// volume from a snapshot or a volume is a clone (dataSource snap:// or
+// vol://), which the manager does not make yet.
+func (s *controllerServer) refuseContentSource(ctx context.Context, src *csi.VolumeContentSource) error {
+	if snap := src.GetSnapshot(); snap != nil {
+		vol, name, ok := ParseSnapshotID(snap.GetSnapshotId())
+		if !ok {
+			return status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found", snap.GetSnapshotId())
+		}
+		if _, err := s.d.client.GetSnapshotCR(ctx, vol, name); IsNotFound(err) {
+			return status.Errorf(codes.NotFound, "volume_content_source: snapshot %s of volume %s not found", name, vol)
+		}
+	}
+	return status.Error(codes.InvalidArgument,
+		"volume_content_source: creating a volume from a snapshot or a volume (clone, dataSource) is not supported yet")
+}
+
+// isConflict reports whether err is the API's 409 Conflict (an object of
+// that name exists).
+func isConflict(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code == "Conflict"
 }
