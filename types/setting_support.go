@@ -153,7 +153,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameDefaultUblkQueueDepth:                                    notSupported(),
 	SettingNameDefaultNVMeTCPNrIOQueues:                                 notSupported(),
 	SettingNameDefaultUblkNumberOfQueue:                                 notSupported(),
-	SettingNameDefaultBackupBlockSize:                                   reader("api/volume.go:defaultBackupBlockSize"),
+	SettingNameDefaultBackupBlockSize:                                   reader(readVolumeDefaults),
 	SettingNameEngineImagePodLivenessProbePeriod:                        notSupported(),
 	SettingNameEngineImagePodLivenessProbeTimeout:                       notSupported(),
 	SettingNameEngineImagePodLivenessProbeFailureThreshold:              notSupported(),
