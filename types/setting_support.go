@@ -98,7 +98,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameConcurrentAutomaticEngineUpgradePerNodeLimit:             notSupported(),
 	SettingNameBackingImageCleanupWaitInterval:                          notSupported(),
 	SettingNameBackingImageRecoveryWaitInterval:                         notSupported(),
-	SettingNameGuaranteedInstanceManagerCPU:                             notSupported("0"),
+	SettingNameGuaranteedInstanceManagerCPU:                             reader("controller/instance_manager_controller.go:podCPURequest"),
 	SettingNameKubernetesClusterAutoscalerEnabled:                       notSupported(),
 	SettingNameOrphanResourceAutoDeletion:                               notSupported(),
 	SettingNameOrphanResourceAutoDeletionGracePeriod:                    notSupported(),

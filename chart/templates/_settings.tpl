@@ -133,7 +133,6 @@ auto-cleanup-recurring-job-backup-snapshot: {accepted: ["","false","true"], mess
 concurrent-automatic-engine-upgrade-per-node-limit: {accepted: ["","0"], message: "\"0\""}
 backing-image-cleanup-wait-interval: {accepted: ["","60"], message: "\"60\""}
 backing-image-recovery-wait-interval: {accepted: ["","300"], message: "\"300\""}
-guaranteed-instance-manager-cpu: {accepted: ["","0","12"], message: "\"0\" or \"12\""}
 kubernetes-cluster-autoscaler-enabled: {accepted: ["","false"], message: "\"false\""}
 orphan-resource-auto-deletion: {accepted: [""], message: "\"\""}
 orphan-resource-auto-deletion-grace-period: {accepted: ["","300"], message: "\"300\""}
