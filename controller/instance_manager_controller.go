@@ -136,6 +136,9 @@ func (c *InstanceManagerController) syncInstanceManager(ctx context.Context, key
 		c.monitors.stop(name)
 		return Done, nil
 	}
+	if c.skipReconcile(imRO, "InstanceManager") {
+		return Done, nil
+	}
 	im := imRO.DeepCopy()
 	im.Status.OwnerID = c.opts.NodeName
 	// A node whose manager alone is gone (its lease released or expired)

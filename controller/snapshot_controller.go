@@ -152,6 +152,9 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Resu
 	if err != nil {
 		return Done, err
 	}
+	if eRO != nil && eRO.Status.OwnerID == c.opts.NodeName && c.skipReconcile(sRO, "Snapshot") {
+		return Done, nil
+	}
 	running := eRO != nil && eRO.Status.CurrentState == longhorn.InstanceStateRunning
 	if !running || eRO.Status.OwnerID != c.opts.NodeName {
 		if eRO == nil && sRO.DeletionTimestamp != nil {
