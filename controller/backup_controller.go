@@ -164,7 +164,7 @@ func (c *BackupController) startBackup(ctx context.Context, bRO *longhorn.Backup
 	}
 	started, err := eng.SnapshotBackup(ctx, engineapi.SnapshotBackupRequest{Target: t, SnapshotName: bRO.Spec.SnapshotName,
 		BackupName: bRO.Name, Labels: bRO.Spec.Labels, Parameters: params,
-		CompressionMethod: c.settingString(ctx, types.SettingNameBackupCompressionMethod),
+		CompressionMethod: c.backupCompression(ctx, volume),
 		ConcurrentLimit:   int(c.settingInt(ctx, types.SettingNameBackupConcurrentLimit))})
 	if err != nil {
 		return c.fail(ctx, bRO, err.Error())
@@ -261,6 +261,17 @@ func (c *BackupController) deleteFromStore(ctx context.Context, bRO *longhorn.Ba
 	err = store.DeleteBackup(ctx, volume, bRO.Name)
 	store.Close()
 	return Done, err
+}
+
+// backupCompression is the volume's spec.backupCompressionMethod (set from
+// the setting when the volume was created, changed by
+// updateBackupCompressionMethod), else the backup-compression-method
+// setting.
+func (c *BackupController) backupCompression(ctx context.Context, volume string) string {
+	if v, err := c.ds.GetVolumeRO(ctx, volume); err == nil && v.Spec.BackupCompressionMethod != "" {
+		return string(v.Spec.BackupCompressionMethod)
+	}
+	return c.settingString(ctx, types.SettingNameBackupCompressionMethod)
 }
 
 // settingString returns a setting's value ("" when unreadable: the engine
