@@ -113,7 +113,7 @@ func resourceSchemas() []schemaDef {
 			actions: map[string]ActionDef{"backupList": {Output: "backupListOutput"}, "backupListByVolume": {Input: "volume", Output: "backupListOutput"},
 				"backupGet": {Input: "backupInput", Output: "backup"}, "backupDelete": {Input: "backupInput", Output: "backupVolume"},
 				"backupVolumeSync": {Input: "syncBackupResource", Output: "backupVolume"}}},
-		{id: "backup", model: Backup{}},
+		{id: "backup", coll: "backups", model: Backup{}, collMethods: get},
 		{id: "backingImage", coll: "backingimages", model: BackingImage{}, resMethods: getDelete, collMethods: getPost,
 			actions: map[string]ActionDef{"backingImageCleanup": {Input: "backingImageCleanupInput", Output: "backingImage"}, "upload": {},
 				"backupBackingImageCreate": {Output: "backingImage"}, "updateMinNumberOfCopies": {Output: "backingImage"}},
