@@ -48,6 +48,9 @@ type VolumeStore interface {
 	VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error)
 	// DataEngineEnabled reports v1-data-engine / v2-data-engine.
 	DataEngineEnabled(engine longhorn.DataEngineType) (bool, error)
+	// Restoring reports whether a replica of the volume is restoring a
+	// backup (an engine's status.restoreStatus says isRestoring).
+	Restoring(ctx context.Context, volume string) (bool, error)
 	ExpansionStore
 }
 
@@ -89,6 +92,15 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 			}
 			if err := validateVolumeUpdate(req.Old, req.Object); err != nil {
 				return err
+			}
+			if req.Old.Spec.Standby && !req.Object.Spec.Standby {
+				busy, err := store.Restoring(ctx, req.Object.Name)
+				if err != nil {
+					return err
+				}
+				if busy {
+					return Invalid("spec.Standby", "cannot activate standby volume %s while it restores a backup; retry when the restore is done", req.Object.Name)
+				}
 			}
 			if req.Object.Spec.Size <= req.Old.Spec.Size || req.Object.DeletionTimestamp != nil {
 				return nil
