@@ -31,10 +31,10 @@ type restoreStart struct {
 type restoreAction int
 
 const (
-	restoreWait   restoreAction = iota // a restore runs, or nothing is known yet
-	restoreStartIt                     // start restoring the requested backup into every replica
-	restoreDone                        // every replica holds the requested backup
-	restoreFailed                      // a replica failed to restore the requested backup
+	restoreWait    restoreAction = iota // a restore runs, or nothing is known yet
+	restoreStartIt                      // start restoring the requested backup into every replica
+	restoreDone                         // every replica holds the requested backup
+	restoreFailed                       // a replica failed to restore the requested backup
 )
 
 // decideEngineRestore decides from every replica's restore status (by
