@@ -116,6 +116,14 @@ func (c *VolumeController) reconcileRestore(ctx context.Context, s *volumeSnapsh
 		c.recorder.Eventf(v, corev1.EventTypeNormal, "RestoreStarted", "Restoring volume %s from backup %s of backup volume %s", v.Name, backup, bvName)
 	}
 	if v.Status.RestoreRequired {
+		if s.eng.Spec.RequestedBackupRestore == "" {
+			// A completion whose volume status write failed cleared the
+			// engine's request: ask again for what the engine holds.
+			s.eng.Spec.BackupVolume, s.eng.Spec.RequestedBackupRestore = bvName, backup
+			if last := s.engRO.Status.LastRestoredBackup; last != "" {
+				s.eng.Spec.RequestedBackupRestore = last
+			}
+		}
 		c.followRestore(ctx, s, bvName, targetURL, ts)
 	}
 	return c.syncRestoreTicket(ctx, s, v.Status.RestoreRequired)
