@@ -122,7 +122,10 @@ type fakeSnapshots struct {
 	createErr error
 }
 
-func (f *fakeSnapshots) Create(_ context.Context, _ *longhorn.Volume, name string, labels map[string]string) (string, error) {
+func (f *fakeSnapshots) Create(_ context.Context, v *longhorn.Volume, name string, labels map[string]string) (string, error) {
+	if v.Status.State != longhorn.VolumeStateAttached {
+		return "", ErrNoEngine // as EngineSnapshots: no running engine
+	}
 	if f.createErr != nil {
 		return "", f.createErr
 	}
@@ -135,7 +138,10 @@ func (f *fakeSnapshots) Create(_ context.Context, _ *longhorn.Volume, name strin
 func (f *fakeSnapshots) List(context.Context, *longhorn.Volume) (map[string]*engineapi.Snapshot, error) {
 	return f.snaps, nil
 }
-func (f *fakeSnapshots) Delete(_ context.Context, _ *longhorn.Volume, name string) error {
+func (f *fakeSnapshots) Delete(_ context.Context, v *longhorn.Volume, name string) error {
+	if v.Status.State != longhorn.VolumeStateAttached {
+		return ErrNoEngine
+	}
 	s, ok := f.snaps[name]
 	if !ok {
 		return errors.New("no such snapshot")

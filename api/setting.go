@@ -80,7 +80,8 @@ type SettingInput struct {
 }
 
 // updateSetting validates the value against the definition (422 naming the
-// limit, in Longhorn's words), refuses read-only settings (403), stores a
+// limit, in Longhorn's words), refuses read-only settings (403) and
+// non-default values of settings not supported yet (422), stores a
 // per-data-engine value as a JSON object keyed by data engine
 // ({"v1":"3","v2":"3"}) as Longhorn does, and creates the Setting object
 // when it does not exist yet.
@@ -97,6 +98,9 @@ func (s *Server) updateSetting(ctx context.Context, r *http.Request, u urls) (in
 		return 0, nil, newError(http.StatusForbidden, CodeForbidden, "setting %s is read-only", def.Name)
 	}
 	if err := types.ValidateSetting(string(def.Name), in.Value); err != nil {
+		return 0, nil, err
+	}
+	if err := types.ValidateSettingSupported(def.Name, in.Value); err != nil {
 		return 0, nil, err
 	}
 	value, err := types.NormalizeSettingValue(def.Name, in.Value)

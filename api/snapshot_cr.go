@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -113,6 +114,17 @@ func (s *Server) snapshotCRCreate(ctx context.Context, r *http.Request, _ urls, 
 		return 0, nil, err
 	}
 	taken, err := ops.Create(ctx, v, name, in.Labels)
+	if errors.Is(err, ErrNoEngine) && v.Status.State == longhorn.VolumeStateDetached {
+		// A detached volume: the snapshot controller attaches it (a
+		// snapshot-controller ticket) and takes the snapshot, as Longhorn's.
+		sn := &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: types.VolumeLabels(v.Name)},
+			Spec: longhorn.SnapshotSpec{Volume: v.Name, CreateSnapshot: true, Labels: in.Labels}}
+		out, err := s.ds.CreateSnapshot(ctx, sn)
+		if err != nil {
+			return 0, nil, err
+		}
+		return http.StatusOK, snapshotCR(out, nil, v.Spec.Size), nil
+	}
 	if err != nil {
 		return 0, nil, snapshotErr(err)
 	}
@@ -188,11 +200,18 @@ func (s *Server) snapshotCRDelete(ctx context.Context, r *http.Request, _ urls, 
 	if err != nil {
 		return 0, nil, err
 	}
-	if err := ops.Delete(ctx, v, sn.Name); err != nil && !engineapi.IsNotFound(err) {
+	err = ops.Delete(ctx, v, sn.Name)
+	switch {
+	case errors.Is(err, ErrNoEngine) && v.Status.State == longhorn.VolumeStateDetached:
+		// A detached volume: deleting the object is enough; its finalizer
+		// holds it until the snapshot controller has attached the volume
+		// and removed the snapshot.
+	case err != nil && !engineapi.IsNotFound(err):
 		return 0, nil, snapshotErr(err)
-	}
-	if err := ops.Purge(ctx, v); err != nil {
-		return 0, nil, snapshotErr(err)
+	default:
+		if err := ops.Purge(ctx, v); err != nil {
+			return 0, nil, snapshotErr(err)
+		}
 	}
 	if err := s.ds.DeleteSnapshot(ctx, sn.Name); err != nil && !apierrors.IsNotFound(err) {
 		return 0, nil, err

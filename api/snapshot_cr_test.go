@@ -54,10 +54,22 @@ func TestSnapshotCRActions(t *testing.T) {
 		return err != nil
 	})
 	var det Volume
-	if st := e.do("GET", "/v1/volumes/det", nil, &det); st != 200 || det.Actions["snapshotCRCreate"] != "" || det.Actions["snapshotCRList"] == "" {
+	if st := e.do("GET", "/v1/volumes/det", nil, &det); st != 200 || det.Actions["snapshotCRCreate"] == "" || det.Actions["snapshotCRList"] == "" {
 		t.Errorf("detached volume actions %v", det.Actions)
 	}
-	if st := e.do("POST", "/v1/volumes/det?action=snapshotCRCreate", SnapshotCRInput{Name: "x"}, &apiErr); st != 409 {
-		t.Errorf("create on detached = %d", st)
+	// A detached volume: the object is created for the snapshot controller
+	// (which attaches the volume and takes it); nothing is taken yet.
+	var made SnapshotCR
+	if st := e.do("POST", "/v1/volumes/det?action=snapshotCRCreate", SnapshotCRInput{Name: "x"}, &made); st != 200 || made.ReadyToUse || !made.CreateSnapshot {
+		t.Errorf("create on detached = %d %+v", st, made)
+	}
+	if o, err := e.client.LonghornV1beta2().Snapshots(ns).Get(t.Context(), "x", metavOpts); err != nil || !o.Spec.CreateSnapshot || o.Spec.Volume != "det" {
+		t.Errorf("object of the detached volume's snapshot: %+v %v", o, err)
+	}
+	if _, taken := ops.snaps["x"]; taken {
+		t.Error("the engine was asked for a detached volume's snapshot")
+	}
+	if st := e.do("POST", "/v1/volumes/det?action=snapshotCRDelete", SnapshotCRInput{Name: "x"}, nil); st != 200 {
+		t.Errorf("delete on detached = %d", st)
 	}
 }

@@ -126,10 +126,9 @@ var (
 // Longhorn advertises them: attach and detach always; a faulted volume
 // only salvage; otherwise snapshotCRGet/List, and by state: detached and
 // attached take expand, replicaRemove, the update actions and the PV/PVC
-// and recurring job actions, attached also the engine snapshot actions and
-// snapshotCRCreate/Delete (taken by the engine: no Snapshot controller
-// attaches a detached volume for them), attaching only the recurring job
-// actions. activate needs a
+// and recurring job actions and snapshotCRCreate/Delete (for a detached
+// volume the snapshot controller attaches it), attached also the engine
+// snapshot actions, attaching only the recurring job actions. activate needs a
 // standby volume, cancelExpansion an expansion in progress; actions whose
 // feature is missing (unsupportedVolumeActions) are never listed.
 func volumeActions(v *longhorn.Volume) []string {
@@ -145,9 +144,9 @@ func volumeActions(v *longhorn.Volume) []string {
 		actions = append(actions, volumeUpdateActions...)
 		actions = append(actions, kubernetesActions...)
 		actions = append(actions, recurringActions...)
+		actions = append(actions, snapshotCRWrites...)
 		if v.Status.State == longhorn.VolumeStateAttached {
 			actions = append(actions, engineSnapActions...)
-			actions = append(actions, snapshotCRWrites...)
 		}
 	case longhorn.VolumeStateAttaching:
 		actions = append(actions, recurringActions...)

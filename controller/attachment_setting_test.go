@@ -13,6 +13,7 @@ import (
 	k8stesting "k8s.io/client-go/testing"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/meta"
 	"github.com/longhorn-go/longhorn/types"
 )
 
@@ -127,6 +128,9 @@ func TestSettingDefaultsFromConfigMap(t *testing.T) {
 	}
 	if s := get(types.SettingNameDefaultEngineImage); s.Value != "longhorn:test" {
 		t.Fatalf("default-engine-image %q", s.Value)
+	}
+	if s := get(types.SettingNameCurrentLonghornVersion); s.Value != meta.Version {
+		t.Fatalf("current-longhorn-version %q, want the manager's version %q", s.Value, meta.Version)
 	}
 	all, _ := f.lh.LonghornV1beta2().Settings(testNS).List(f.ctx, metav1.ListOptions{})
 	if len(all.Items) != len(types.SettingNameList()) {

@@ -155,16 +155,11 @@ func (c *BackupController) startBackup(ctx context.Context, bRO *longhorn.Backup
 	if err != nil {
 		return c.fail(ctx, bRO, err.Error())
 	}
-	params := map[string]string{}
-	if bRO.Spec.BackupMode != "" {
-		params["backup-mode"] = string(bRO.Spec.BackupMode)
-	}
-	if bRO.Spec.BackupBlockSize > 0 {
-		params["backup-block-size"] = strconv.FormatInt(bRO.Spec.BackupBlockSize, 10)
-	}
+	vRO, _ := c.ds.GetVolumeRO(ctx, volume) // nil: the settings decide
+	params, compression := backupOptions(bRO, vRO, c.settingString(ctx, types.SettingNameBackupCompressionMethod))
 	started, err := eng.SnapshotBackup(ctx, engineapi.SnapshotBackupRequest{Target: t, SnapshotName: bRO.Spec.SnapshotName,
 		BackupName: bRO.Name, Labels: bRO.Spec.Labels, Parameters: params,
-		CompressionMethod: c.settingString(ctx, types.SettingNameBackupCompressionMethod),
+		CompressionMethod: compression,
 		ConcurrentLimit:   int(c.settingInt(ctx, types.SettingNameBackupConcurrentLimit))})
 	if err != nil {
 		return c.fail(ctx, bRO, err.Error())
@@ -173,6 +168,33 @@ func (c *BackupController) startBackup(ctx context.Context, bRO *longhorn.Backup
 		s.State, s.Error, s.ReplicaAddress = longhorn.BackupStateInProgress, "", started.ReplicaAddress
 		s.SnapshotName, s.VolumeName, s.BackupTargetName = bRO.Spec.SnapshotName, volume, btRO.Name
 	})
+}
+
+// backupOptions decides a backup's engine parameters and compression, as
+// Longhorn does: the block size (bytes) of the Backup, else of the volume
+// (spec.backupBlockSize, set at creation from default-backup-block-size),
+// else the engine's default; the compression of the volume
+// (spec.backupCompressionMethod, fixed at creation), else the
+// backup-compression-method setting. v may be nil.
+func backupOptions(b *longhorn.Backup, v *longhorn.Volume, settingCompression string) (map[string]string, string) {
+	params := map[string]string{}
+	if b.Spec.BackupMode != "" {
+		params["backup-mode"] = string(b.Spec.BackupMode)
+	}
+	block, compression := int64(0), settingCompression
+	if v != nil && v.Spec.BackupBlockSize > 0 {
+		block = v.Spec.BackupBlockSize
+	}
+	if b.Spec.BackupBlockSize > 0 {
+		block = b.Spec.BackupBlockSize
+	}
+	if block > 0 {
+		params["backup-block-size"] = strconv.FormatInt(block, 10)
+	}
+	if v != nil && v.Spec.BackupCompressionMethod != "" {
+		compression = string(v.Spec.BackupCompressionMethod)
+	}
+	return params, compression
 }
 
 func (c *BackupController) followBackup(ctx context.Context, bRO *longhorn.Backup) (Result, error) {

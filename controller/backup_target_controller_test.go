@@ -189,3 +189,21 @@ func TestBackupVolumeSyncAndBackupDeletion(t *testing.T) {
 		}
 	}
 }
+
+// A backup uses the Backup's block size, else the volume's; the volume's
+// compression (fixed at creation), else the setting.
+func TestBackupOptions(t *testing.T) {
+	b := &longhorn.Backup{}
+	v := &longhorn.Volume{}
+	if p, c := backupOptions(b, nil, "lz4"); len(p) != 0 || c != "lz4" {
+		t.Errorf("no volume: %v %q", p, c)
+	}
+	v.Spec.BackupBlockSize, v.Spec.BackupCompressionMethod = 16<<20, longhorn.BackupCompressionMethodGzip
+	if p, c := backupOptions(b, v, "lz4"); p["backup-block-size"] != "16777216" || c != "gzip" {
+		t.Errorf("volume's: %v %q", p, c)
+	}
+	b.Spec.BackupBlockSize, b.Spec.BackupMode = 2<<20, longhorn.BackupModeIncremental
+	if p, _ := backupOptions(b, v, "lz4"); p["backup-block-size"] != "2097152" || p["backup-mode"] != "incremental" {
+		t.Errorf("backup's: %v", p)
+	}
+}

@@ -249,6 +249,8 @@ replica-soft-anti-affinity: true
 storage-minimal-available-percentage: "250"
 rebuild-concurrent-sync-limit: "2"
 backup-compression-method: ~
+node-drain-policy: block-for-eviction
+upgrade-checker: false
 `
 	vals, rejected, err := ParseDefaultSettings(doc)
 	if err != nil {
@@ -265,6 +267,12 @@ backup-compression-method: ~
 	}
 	if _, ok := vals["backup-compression-method"]; ok {
 		t.Fatal("null value applied")
+	}
+	if why := rejected["node-drain-policy"]; !strings.Contains(why, "not supported yet") {
+		t.Fatalf("node-drain-policy block-for-eviction (not supported yet) not rejected as such: %q", why)
+	}
+	if vals["upgrade-checker"] != "false" {
+		t.Fatalf("inert upgrade-checker=false not applied: %v %v", vals, rejected)
 	}
 	if _, _, err := ParseDefaultSettings("a: [b"); err == nil {
 		t.Fatal("broken YAML accepted")

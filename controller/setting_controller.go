@@ -14,6 +14,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/meta"
 	"github.com/longhorn-go/longhorn/types"
 )
 
@@ -69,7 +70,8 @@ func (c *SettingController) syncSetting(ctx context.Context, key string) (Result
 	if err != nil {
 		return Done, err
 	}
-	applied := types.ValidateSetting(sRO.Name, sRO.Value) == nil
+	applied := types.ValidateSetting(sRO.Name, sRO.Value) == nil &&
+		types.ValidateSettingSupported(types.SettingName(sRO.Name), sRO.Value) == nil
 	if applied && sRO.Name == string(types.SettingNameLogLevel) {
 		c.applyLogLevel(sRO.Value)
 	}
@@ -103,8 +105,9 @@ func (c *SettingController) applyLogLevel(v string) {
 
 // ParseDefaultSettings reads the ConfigMap's default-setting.yaml: a YAML
 // map of setting name to value (scalars, or maps rendered as JSON). Unknown
-// names and invalid values are returned in rejected with the reason, as
-// Longhorn skips them with a warning.
+// names, invalid values and values a not-supported setting refuses
+// (types.ValidateSettingSupported) are returned in rejected with the
+// reason, as Longhorn skips them with a warning.
 func ParseDefaultSettings(doc string) (values map[types.SettingName]string, rejected map[string]string, err error) {
 	raw := map[string]any{}
 	if err := yaml.Unmarshal([]byte(doc), &raw); err != nil {
@@ -127,6 +130,10 @@ func ParseDefaultSettings(doc string) (values map[types.SettingName]string, reje
 		}
 		s = strings.TrimSpace(s)
 		if err := types.ValidateSetting(name, s); err != nil {
+			rejected[name] = err.Error()
+			continue
+		}
+		if err := types.ValidateSettingSupported(types.SettingName(name), s); err != nil {
 			rejected[name] = err.Error()
 			continue
 		}
@@ -158,8 +165,9 @@ func (c *SettingController) applyDefaults(ctx context.Context) error {
 		}
 		rv = cm.ResourceVersion
 	}
-	if c.opts.EngineImage != "" {
-		values[types.SettingNameDefaultEngineImage] = c.opts.EngineImage
+	pins := c.pinnedValues()
+	for name, v := range pins {
+		values[name] = v
 	}
 	names := types.SettingNameList()
 	sort.Slice(names, func(i, j int) bool { return names[i] < names[j] })
@@ -168,7 +176,8 @@ func (c *SettingController) applyDefaults(ctx context.Context) error {
 	// each refusal on the ConfigMap, and retry the refused ones with backoff.
 	var errs []error
 	for _, name := range names {
-		if err := c.applyOne(ctx, name, values, rv); err != nil {
+		_, pinned := pins[name]
+		if err := c.applyOne(ctx, name, values, rv, pinned); err != nil {
 			errs = append(errs, err)
 			if cm != nil {
 				c.recorder.Eventf(cm, corev1.EventTypeWarning, "FailedApplyingDefaultSetting", "%v", err)
@@ -178,7 +187,20 @@ func (c *SettingController) applyDefaults(ctx context.Context) error {
 	return errors.Join(errs...)
 }
 
-func (c *SettingController) applyOne(ctx context.Context, name types.SettingName, values map[types.SettingName]string, rv string) error {
+// pinnedValues are the settings the manager owns, whatever the ConfigMap or
+// a user says: default-engine-image is its --engine-image (when given) and
+// current-longhorn-version the version it was built as (meta.Version).
+func (c *SettingController) pinnedValues() map[types.SettingName]string {
+	pins := map[types.SettingName]string{types.SettingNameCurrentLonghornVersion: meta.Version}
+	if c.opts.EngineImage != "" {
+		pins[types.SettingNameDefaultEngineImage] = c.opts.EngineImage
+	}
+	return pins
+}
+
+// applyOne creates or updates setting name from values; a pinned setting
+// is rewritten whenever it differs.
+func (c *SettingController) applyOne(ctx context.Context, name types.SettingName, values map[types.SettingName]string, rv string, pinned bool) error {
 	def, _ := types.GetSettingDefinition(name)
 	want, fromCM := values[name]
 	cur, err := c.ds.GetSettingRO(ctx, name)
@@ -198,7 +220,6 @@ func (c *SettingController) applyOne(ctx context.Context, name types.SettingName
 	if err != nil || !fromCM || cur.Value == want {
 		return err
 	}
-	pinned := name == types.SettingNameDefaultEngineImage
 	if !pinned && cur.Annotations[configMapRVAnnotation] == rv {
 		return nil // already applied from this ConfigMap version; later edits stay
 	}

@@ -152,9 +152,20 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Resu
 	if err != nil {
 		return Done, err
 	}
-	if eRO == nil || eRO.Status.OwnerID != c.opts.NodeName || eRO.Status.CurrentState != longhorn.InstanceStateRunning {
+	running := eRO != nil && eRO.Status.CurrentState == longhorn.InstanceStateRunning
+	if !running || eRO.Status.OwnerID != c.opts.NodeName {
 		if eRO == nil && sRO.DeletionTimestamp != nil {
+			if err := c.dropSnapshotTicket(ctx, sRO); err != nil {
+				return Done, err
+			}
 			return Done, c.dropSnapshotObject(ctx, sRO) // no engine, no data to remove
+		}
+		if !running && snapshotNeedsEngine(sRO, eRO != nil) {
+			// A detached volume: attach it for the snapshot.
+			if ok, err := c.ensureSnapshotTicket(ctx, sRO); err != nil || !ok {
+				return Done, err
+			}
+			return WaitShort, nil
 		}
 		return Done, nil
 	}
@@ -173,6 +184,9 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Resu
 		}
 		return WaitShort, nil
 	case listed:
+		if err := c.dropSnapshotTicket(ctx, sRO); err != nil {
+			return Done, err
+		}
 		st := snapshotStatusOf(info, c.opts.NodeName, eRO.Spec.VolumeSize)
 		st.RequestedTime = sRO.Status.RequestedTime
 		if reflect.DeepEqual(st, sRO.Status) {
@@ -200,6 +214,9 @@ func (c *SnapshotController) removeSnapshot(ctx context.Context, sRO *longhorn.S
 		if err := cl.SnapshotPurge(ctx, true); err != nil {
 			return Done, err
 		}
+	}
+	if err := c.dropSnapshotTicket(ctx, sRO); err != nil {
+		return Done, err
 	}
 	return Done, c.dropSnapshotObject(ctx, sRO)
 }

@@ -54,3 +54,72 @@ func TestSnapshotObjectsFollowEngine(t *testing.T) {
 		t.Fatal("deleted snapshot object still there")
 	}
 }
+
+// A Snapshot object to take on a detached volume puts a snapshot-controller
+// ticket in the volume's VolumeAttachment on the owner node; once the
+// engine runs and lists the snapshot, the ticket goes.
+func TestSnapshotOfDetachedVolumeAttaches(t *testing.T) {
+	vol := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v1", Namespace: testNS},
+		Status: longhorn.VolumeStatus{OwnerID: "n1", State: longhorn.VolumeStateDetached}}
+	va := &longhorn.VolumeAttachment{ObjectMeta: metav1.ObjectMeta{Name: "v1", Namespace: testNS},
+		Spec: longhorn.VolumeAttachmentSpec{Volume: "v1"}}
+	eng := &longhorn.Engine{ObjectMeta: metav1.ObjectMeta{Name: "v1-e-0", Namespace: testNS},
+		Spec:   longhorn.EngineSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "v1", VolumeSize: 1 << 30}},
+		Status: longhorn.EngineStatus{InstanceStatus: longhorn.InstanceStatus{OwnerID: "n1", CurrentState: longhorn.InstanceStateStopped}}}
+	sn := &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "snapshot-1", Namespace: testNS},
+		Spec: longhorn.SnapshotSpec{Volume: "v1", CreateSnapshot: true}}
+	f := newFixture(t, vol, va, eng, sn)
+	c := fixtureController[*SnapshotController](f)
+	if _, err := c.sync(f.ctx, testNS+"/snapshot-1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := f.lh.LonghornV1beta2().VolumeAttachments(testNS).Get(f.ctx, "v1", metav1.GetOptions{})
+	tk := got.Spec.AttachmentTickets[snapshotTicketID("snapshot-1")]
+	if err != nil || tk == nil || tk.Type != longhorn.AttacherTypeSnapshotController || tk.NodeID != "n1" ||
+		tk.Parameters[longhorn.AttachmentParameterDisableFrontend] != longhorn.AnyValue {
+		t.Fatalf("volume attachment: %+v %v", got.Spec, err)
+	}
+
+	// Attached: the engine runs and lists the snapshot; the ticket goes.
+	eng.Status.CurrentState, eng.Status.IP, eng.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 1
+	eng.Status.Snapshots = map[string]*longhorn.SnapshotInfo{"snapshot-1": {Name: "snapshot-1", Created: "2026-12-02T00:00:00Z", Size: "0"}}
+	if _, err := f.lh.LonghornV1beta2().Engines(testNS).UpdateStatus(f.ctx, eng, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, func() bool {
+		e, err := f.ds.GetEngineRO(f.ctx, "v1-e-0")
+		return err == nil && e.Status.Snapshots["snapshot-1"] != nil
+	})
+	waitFor(t, func() bool {
+		v, err := f.ds.GetVolumeAttachmentRO(f.ctx, "v1")
+		return err == nil && v.Spec.AttachmentTickets[snapshotTicketID("snapshot-1")] != nil
+	})
+	if _, err := c.sync(f.ctx, testNS+"/snapshot-1"); err != nil {
+		t.Fatal(err)
+	}
+	got, err = f.lh.LonghornV1beta2().VolumeAttachments(testNS).Get(f.ctx, "v1", metav1.GetOptions{})
+	if err != nil || len(got.Spec.AttachmentTickets) != 0 {
+		t.Fatalf("ticket left after the snapshot was taken: %+v %v", got.Spec, err)
+	}
+	s, err := f.lh.LonghornV1beta2().Snapshots(testNS).Get(f.ctx, "snapshot-1", metav1.GetOptions{})
+	if err != nil || !s.Status.ReadyToUse {
+		t.Fatalf("snapshot status: %+v %v", s, err)
+	}
+}
+
+func TestSnapshotNeedsEngine(t *testing.T) {
+	now := metav1.Now()
+	pending := &longhorn.Snapshot{Spec: longhorn.SnapshotSpec{CreateSnapshot: true}}
+	taken := &longhorn.Snapshot{Spec: longhorn.SnapshotSpec{CreateSnapshot: true}, Status: longhorn.SnapshotStatus{CreationTime: "t"}}
+	deleting := &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{DeletionTimestamp: &now}}
+	for _, c := range []struct {
+		s         *longhorn.Snapshot
+		hasEngine bool
+		want      bool
+	}{{pending, true, true}, {pending, false, true}, {taken, true, false}, {deleting, true, true}, {deleting, false, false},
+		{&longhorn.Snapshot{}, true, false}} {
+		if got := snapshotNeedsEngine(c.s, c.hasEngine); got != c.want {
+			t.Errorf("snapshotNeedsEngine(%+v, %v) = %v", c.s, c.hasEngine, got)
+		}
+	}
+}

@@ -7,10 +7,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/longhorn-go/longhorn/internal/svcenv"
 )
 
 // Client is the CSI plugin's client of the manager's REST API
@@ -28,7 +31,12 @@ func NewClient(baseURL string) (*Client, error) {
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 		return nil, fmt.Errorf("--manager-url %q: want http://HOST:PORT/v1", baseURL)
 	}
-	return &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{Timeout: 30 * time.Second}}, nil
+	// The cluster may have no DNS (the local test bed): a Service name
+	// such as longhorn-backend that does not resolve is reached at its
+	// LONGHORN_BACKEND_SERVICE_HOST address.
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DialContext = svcenv.Dialer((&net.Dialer{Timeout: 10 * time.Second, KeepAlive: 30 * time.Second}).DialContext)
+	return &Client{base: strings.TrimRight(baseURL, "/"), hc: &http.Client{Timeout: 30 * time.Second, Transport: tr}}, nil
 }
 
 // APIError is an error object of the API ({type: "error", status, code, message}).

@@ -37,6 +37,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_PUBLISH_UNPUBLISH_VOLUME,
 		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
+		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
@@ -92,8 +93,8 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if err != nil {
 		return nil, err
 	}
-	if req.GetVolumeContentSource() != nil {
-		return nil, status.Error(codes.InvalidArgument, "volume_content_source: creating a volume from a snapshot or a volume (clone) is not supported yet")
+	if src := req.GetVolumeContentSource(); src != nil {
+		return nil, s.refuseContentSource(ctx, src)
 	}
 	size, err := roundSize(req.GetCapacityRange(), fsType)
 	if err != nil {

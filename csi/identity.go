@@ -4,8 +4,6 @@ import (
 	"context"
 
 	csi "github.com/container-storage-interface/spec/lib/go/csi"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/wrapperspb"
 )
 
@@ -37,10 +35,14 @@ func (s *identityServer) GetPluginCapabilities(context.Context, *csi.GetPluginCa
 	}}, nil
 }
 
-// Probe is ready when the manager's API answers.
+// Probe is ready when the manager's API answers, and answers ready=false
+// (no error) while it does not: the sidecars' ProbeForever waits on
+// not-ready but exits on any error other than DeadlineExceeded, which made
+// every sidecar crash-loop while the managers were still starting.
 func (s *identityServer) Probe(ctx context.Context, _ *csi.ProbeRequest) (*csi.ProbeResponse, error) {
 	if err := s.d.client.Ping(ctx); err != nil {
-		return nil, status.Errorf(codes.Unavailable, "manager API not reachable: %v", err)
+		s.d.log.WithError(err).Warn("csi: probe: manager API not reachable yet")
+		return &csi.ProbeResponse{Ready: wrapperspb.Bool(false)}, nil
 	}
 	return &csi.ProbeResponse{Ready: wrapperspb.Bool(true)}, nil
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/longhorn-go/longhorn/internal/svcenv"
 )
 
 // FrontendOptions configure NewFrontend.
@@ -51,24 +53,10 @@ func ParseBackend(s string) (*url.URL, error) {
 // ServiceEnvHost maps a backend host that is a Kubernetes Service name
 // (such as longhorn-backend) to the Service's cluster IP from the
 // environment Kubernetes gives every pod (<NAME>_SERVICE_HOST, with dashes
-// as underscores), for clusters without DNS. Other hosts are returned as
-// they are.
+// as underscores), for clusters without DNS (svcenv.Host). Other hosts are
+// returned as they are.
 func ServiceEnvHost(host string, getenv func(string) string) string {
-	name, port, err := net.SplitHostPort(host)
-	if err != nil {
-		name, port = host, ""
-	}
-	if strings.Contains(name, ".") || strings.Contains(name, ":") {
-		return host
-	}
-	ip := getenv(strings.ToUpper(strings.ReplaceAll(name, "-", "_")) + "_SERVICE_HOST")
-	if ip == "" {
-		return host
-	}
-	if port == "" {
-		return ip
-	}
-	return net.JoinHostPort(ip, port)
+	return svcenv.Host(host, getenv)
 }
 
 // NewFrontend serves the UI files and proxies /v1 and /v1/* (REST and the

@@ -14,6 +14,23 @@ import (
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
+// engineFieldSupport and replicaFieldSupport are the field lists of a whole
+// Engine or Replica spec (the shared InstanceSpec is inlined in JSON).
+var (
+	engineFieldSupport  = mergeFieldSupport(InstanceSpecSupport, EngineSpecSupport)
+	replicaFieldSupport = mergeFieldSupport(InstanceSpecSupport, ReplicaSpecSupport)
+)
+
+func mergeFieldSupport(lists ...map[string]FieldSupport) map[string]FieldSupport {
+	out := map[string]FieldSupport{}
+	for _, l := range lists {
+		for k, v := range l {
+			out[k] = v
+		}
+	}
+	return out
+}
+
 // validateInstanceSpec checks the part shared by engines and replicas.
 func validateInstanceSpec(s *longhorn.InstanceSpec) error {
 	if s.VolumeName == "" {
@@ -51,6 +68,13 @@ func EngineKind() Kind[*longhorn.Engine] {
 		Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
 		Validate: func(_ context.Context, req Request[*longhorn.Engine]) error {
 			e := req.Object
+			var old any
+			if req.Old != nil {
+				old = &req.Old.Spec
+			}
+			if err := refuseNotSupported(engineFieldSupport, "spec.", old, &e.Spec); err != nil {
+				return err
+			}
 			if err := validateInstanceSpec(&e.Spec.InstanceSpec); err != nil {
 				return err
 			}
@@ -95,6 +119,13 @@ func ReplicaKind() Kind[*longhorn.Replica] {
 		Operations: []admissionregv1.OperationType{admissionregv1.Create, admissionregv1.Update},
 		Validate: func(_ context.Context, req Request[*longhorn.Replica]) error {
 			r := req.Object
+			var old any
+			if req.Old != nil {
+				old = &req.Old.Spec
+			}
+			if err := refuseNotSupported(replicaFieldSupport, "spec.", old, &r.Spec); err != nil {
+				return err
+			}
 			if err := validateInstanceSpec(&r.Spec.InstanceSpec); err != nil {
 				return err
 			}

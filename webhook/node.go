@@ -36,6 +36,9 @@ func NodeKind() Kind[*longhorn.Node] {
 			return mutateNode(req.Object), nil
 		},
 		Validate: func(_ context.Context, req Request[*longhorn.Node]) error {
+			if err := refuseNotSupportedNode(req.Old, req.Object); err != nil {
+				return err
+			}
 			if err := validateNodeSpec(req.Object); err != nil {
 				return err
 			}
@@ -45,6 +48,20 @@ func NodeKind() Kind[*longhorn.Node] {
 			return nil
 		},
 	}
+}
+
+// refuseNotSupportedNode applies NodeSpecSupport and DiskSpecSupport; old
+// is nil on create.
+func refuseNotSupportedNode(old, n *longhorn.Node) error {
+	var oldSpec any
+	var oldDisks map[string]longhorn.DiskSpec
+	if old != nil {
+		oldSpec, oldDisks = &old.Spec, old.Spec.Disks
+	}
+	if err := refuseNotSupported(NodeSpecSupport, "spec.", oldSpec, &n.Spec); err != nil {
+		return err
+	}
+	return refuseNotSupportedDisks(oldDisks, n.Spec.Disks)
 }
 
 // normalizeTags sorts and removes duplicates; nil becomes empty.

@@ -42,7 +42,9 @@ const maxListedVolumes = 20
 
 // SettingKind is the admission registration for settings: the name must be
 // a known setting and the value must pass types.ValidateSetting (type,
-// range, choices, per-data-engine JSON). storage-network must name an
+// range, choices, per-data-engine JSON); a changed value of a setting the
+// product does not act on yet must be its default or an inert value
+// (types.ValidateSettingSupported: "not supported yet"). storage-network must name an
 // existing NetworkAttachmentDefinition, and changes only while every
 // volume is detached (the refusal lists the attached ones). Mutation stores
 // a valid value of a per-data-engine setting as Longhorn does, a JSON object
@@ -72,6 +74,9 @@ func SettingKind(store SettingStore) Kind[*longhorn.Setting] {
 				return nil
 			}
 			name := types.SettingName(s.Name)
+			if err := types.ValidateSettingSupported(name, s.Value); err != nil {
+				return Invalid("value", "%s", err.Error())
+			}
 			if networkSettings[name] && s.Value != "" {
 				if err := checkNetworkExists(ctx, store, s.Value); err != nil {
 					return err

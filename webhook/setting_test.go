@@ -88,3 +88,35 @@ func TestOtherSettingsIgnoreAttachedVolumes(t *testing.T) {
 		t.Fatalf("auto-salvage refused while attached: %v", err)
 	}
 }
+
+// A setting the product does not act on yet takes its default or an inert
+// value; anything else is refused with "not supported yet", on create and
+// update. An unchanged value (stored before the refusal existed) passes.
+func TestNotSupportedSettingRefused(t *testing.T) {
+	k := SettingKind(fakeSettingStore{})
+	cases := []struct {
+		op            admissionv1.Operation
+		name, old, to string
+		refused       bool
+	}{
+		{admissionv1.Update, "node-drain-policy", "block-if-contains-last-replica", "block-for-eviction", true},
+		{admissionv1.Create, "node-drain-policy", "", "allow-if-replica-is-stopped", true},
+		{admissionv1.Update, "node-drain-policy", "block-if-contains-last-replica", "always-allow", false},
+		{admissionv1.Create, "node-drain-policy", "", "block-if-contains-last-replica", false},
+		{admissionv1.Update, "upgrade-checker", "true", "false", false},
+		{admissionv1.Update, "v2-data-engine", "false", "true", true},
+		{admissionv1.Update, "guaranteed-instance-manager-cpu", `{"v1":"12","v2":"12"}`, "20", true},
+		{admissionv1.Update, "failed-backup-ttl", "720", "720", false},
+		{admissionv1.Update, "default-replica-count", `{"v1":"3","v2":"3"}`, "2", false},
+	}
+	for _, c := range cases {
+		err := k.Validate(context.Background(), settingReq(c.op, c.name, c.old, c.to))
+		if (err != nil) != c.refused {
+			t.Errorf("%s %s %q->%q: err %v, want refused=%v", c.op, c.name, c.old, c.to, err, c.refused)
+			continue
+		}
+		if err != nil && (!strings.Contains(err.Error(), "not supported yet") || !strings.Contains(err.Error(), c.name)) {
+			t.Errorf("%s=%q: refusal %q should name the setting and say not supported yet", c.name, c.to, err)
+		}
+	}
+}

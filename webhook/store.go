@@ -89,8 +89,12 @@ func (s dsStore) VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults,
 	if err != nil {
 		return VolumeDefaults{}, err
 	}
+	blockMiB, err := s.ds.GetSettingAsInt(ctx, types.SettingNameDefaultBackupBlockSize)
+	if err != nil {
+		return VolumeDefaults{}, err
+	}
 	return VolumeDefaults{ReplicaCount: int(n), DataLocality: longhorn.DataLocality(loc), EngineImage: img,
-		BackupCompression: longhorn.BackupCompressionMethod(comp)}, nil
+		BackupCompression: longhorn.BackupCompressionMethod(comp), BackupBlockSize: blockMiB << 20}, nil
 }
 
 func (s dsStore) Restoring(ctx context.Context, volume string) (bool, error) {

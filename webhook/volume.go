@@ -41,6 +41,7 @@ type VolumeDefaults struct {
 	DataLocality      longhorn.DataLocality            // default-data-locality
 	EngineImage       string                           // default-engine-image
 	BackupCompression longhorn.BackupCompressionMethod // backup-compression-method
+	BackupBlockSize   int64                            // default-backup-block-size, in bytes (0: unknown)
 }
 
 // VolumeStore is what volume admission reads besides the request.
@@ -88,7 +89,13 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 				if !on {
 					return Invalid("spec.dataEngine", "data engine %s is disabled (setting %s-data-engine)", req.Object.Spec.DataEngine, req.Object.Spec.DataEngine)
 				}
+				if err := refuseNotSupported(VolumeSpecSupport, "spec.", nil, &req.Object.Spec); err != nil {
+					return err
+				}
 				return validateVolume(req.Object)
+			}
+			if err := refuseNotSupported(VolumeSpecSupport, "spec.", &req.Old.Spec, &req.Object.Spec); err != nil {
+				return err
 			}
 			if err := validateVolumeUpdate(req.Old, req.Object); err != nil {
 				return err
@@ -219,6 +226,8 @@ func createDefaults(v *longhorn.Volume, d VolumeDefaults) []PatchOp {
 		{s.Image == "", "/spec/image", d.EngineImage},
 		{s.StaleReplicaTimeout == 0, "/spec/staleReplicaTimeout", 2880},
 		{s.BackupCompressionMethod == "" && d.BackupCompression != "", "/spec/backupCompressionMethod", d.BackupCompression},
+		// backupBlockSize is a JSON string (json:",string").
+		{s.BackupBlockSize == 0 && d.BackupBlockSize > 0, "/spec/backupBlockSize", strconv.FormatInt(d.BackupBlockSize, 10)},
 		{v.Finalizers == nil, "/metadata/finalizers", []string{FinalizerName}},
 		{v.Finalizers != nil && !hasFinalizer(v.Finalizers), "/metadata/finalizers/-", FinalizerName},
 	} {

@@ -110,3 +110,81 @@
 - [csi-storage-capacity-tracking, csiStorageCapacityTracking]
 - [allow-live-engine-upgrade-on-same-image-commit, allowLiveEngineUpgradeOnSameImageCommit]
 {{- end -}}
+{{- /* Settings not supported yet: the values each accepts (its default, values that ask for nothing, and ""). */ -}}
+{{- define "longhorn.unsupportedSettings" -}}
+allow-recurring-job-while-volume-detached: {accepted: ["","false"], message: "\"false\""}
+default-control-path: {accepted: ["","/var/lib/longhorn"], message: "\"/var/lib/longhorn\""}
+replica-auto-balance-disk-pressure-percentage: {accepted: ["","90"], message: "\"90\""}
+upgrade-checker: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
+upgrade-responder-url: {accepted: ["","https://longhorn-upgrade-responder.rancher.io/v1/checkupgrade"], message: "\"https://longhorn-upgrade-responder.rancher.io/v1/checkupgrade\""}
+manager-url: {accepted: [""], message: "\"\""}
+allow-collecting-longhorn-usage-metrics: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
+kubernetes-metrics-server-metrics-enabled: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
+system-managed-csi-components-resource-limits: {accepted: [""], message: "\"\""}
+auto-delete-pod-when-volume-detached-unexpectedly: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
+blacklist-for-auto-delete-pod-when-volume-detached-unexpectedly: {accepted: [""], message: "\"\""}
+node-down-pod-deletion-policy: {accepted: ["","do-nothing"], message: "\"do-nothing\""}
+node-drain-policy: {accepted: ["","always-allow","block-if-contains-last-replica"], message: "\"always-allow\" or \"block-if-contains-last-replica\""}
+detach-manually-attached-volumes-when-cordoned: {accepted: ["","false"], message: "\"false\""}
+concurrent-backing-image-replenish-per-node-limit: {accepted: ["","5"], message: "\"5\""}
+concurrent-volume-backup-restore-per-node-limit: {accepted: ["","5"], message: "\"5\""}
+allow-volume-creation-with-degraded-availability: {accepted: ["","true"], message: "\"true\""}
+auto-cleanup-recurring-job-backup-snapshot: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
+concurrent-automatic-engine-upgrade-per-node-limit: {accepted: ["","0"], message: "\"0\""}
+backing-image-cleanup-wait-interval: {accepted: ["","60"], message: "\"60\""}
+backing-image-recovery-wait-interval: {accepted: ["","300"], message: "\"300\""}
+guaranteed-instance-manager-cpu: {accepted: ["","0","12"], message: "\"0\" or \"12\""}
+kubernetes-cluster-autoscaler-enabled: {accepted: ["","false"], message: "\"false\""}
+orphan-resource-auto-deletion: {accepted: [""], message: "\"\""}
+orphan-resource-auto-deletion-grace-period: {accepted: ["","300"], message: "\"300\""}
+endpoint-network-for-rwx-volume: {accepted: [""], message: "\"\""}
+failed-backup-ttl: {accepted: ["","0","1440"], message: "\"0\" or \"1440\""}
+recurring-successful-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
+recurring-failed-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
+support-bundle-failed-history-limit: {accepted: ["","1"], message: "\"1\""}
+support-bundle-node-collection-timeout: {accepted: ["","30"], message: "\"30\""}
+deleting-confirmation-flag: {accepted: ["","false"], message: "\"false\""}
+engine-replica-timeout: {accepted: ["","8"], message: "\"8\""}
+snapshot-data-integrity: {accepted: ["","disabled","fast-check"], message: "\"disabled\" or \"fast-check\""}
+snapshot-data-integrity-cronjob: {accepted: ["","0 0 */7 * *"], message: "\"0 0 */7 * *\""}
+snapshot-data-integrity-immediate-check-after-snapshot-creation: {accepted: ["","false"], message: "\"false\""}
+snapshot-max-count: {accepted: ["","250"], message: "\"250\""}
+restore-volume-recurring-jobs: {accepted: ["","false"], message: "\"false\""}
+remove-snapshots-during-filesystem-trim: {accepted: ["","false"], message: "\"false\""}
+replica-file-sync-http-client-timeout: {accepted: ["","30"], message: "\"30\""}
+long-grpc-timeout: {accepted: ["","86400"], message: "\"86400\""}
+restore-concurrent-limit: {accepted: ["","2"], message: "\"2\""}
+v2-data-engine: {accepted: ["","false"], message: "\"false\""}
+data-engine-hugepage-enabled: {accepted: ["","true"], message: "\"true\""}
+data-engine-memory-size: {accepted: ["","2048"], message: "\"2048\""}
+data-engine-iobuf-large-pool-size: {accepted: ["","1024"], message: "\"1024\""}
+data-engine-iobuf-small-pool-size: {accepted: ["","8192"], message: "\"8192\""}
+data-engine-cpu-mask: {accepted: ["","0x3"], message: "\"0x3\""}
+data-engine-number-of-cpu-cores: {accepted: ["","0"], message: "\"0\""}
+data-engine-log-level: {accepted: ["","Notice"], message: "\"Notice\""}
+data-engine-log-flags: {accepted: [""], message: "\"\""}
+data-engine-interrupt-mode-enabled: {accepted: ["","false"], message: "\"false\""}
+data-engine-cpu-isolation-enabled: {accepted: ["","true"], message: "\"true\""}
+disable-snapshot-purge: {accepted: ["","false"], message: "\"false\""}
+freeze-filesystem-for-snapshot: {accepted: ["","false"], message: "\"false\""}
+auto-cleanup-when-delete-backup: {accepted: ["","false"], message: "\"false\""}
+auto-cleanup-snapshot-after-on-demand-backup-completed: {accepted: ["","false"], message: "\"false\""}
+default-min-number-of-backing-image-copies: {accepted: ["","3"], message: "\"3\""}
+backup-execution-timeout: {accepted: ["","1"], message: "\"1\""}
+rwx-volume-fast-failover: {accepted: ["","false"], message: "\"false\""}
+offline-replica-rebuilding: {accepted: ["","false"], message: "\"false\""}
+replica-rebuilding-bandwidth-limit: {accepted: ["","0"], message: "\"0\""}
+default-ublk-queue-depth: {accepted: ["","128"], message: "\"128\""}
+default-nvme-tcp-nr-io-queues: {accepted: ["","0"], message: "\"0\""}
+default-ublk-number-of-queue: {accepted: ["","1"], message: "\"1\""}
+engine-image-pod-liveness-probe-period: {accepted: ["","5"], message: "\"5\""}
+engine-image-pod-liveness-probe-timeout: {accepted: ["","4"], message: "\"4\""}
+engine-image-pod-liveness-probe-failure-threshold: {accepted: ["","3"], message: "\"3\""}
+instance-manager-pod-liveness-probe-timeout: {accepted: ["","10"], message: "\"10\""}
+log-path: {accepted: ["","/var/lib/longhorn/logs"], message: "\"/var/lib/longhorn/logs\""}
+node-disk-health-monitoring: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
+snapshot-heavy-task-concurrent-limit: {accepted: ["","5"], message: "\"5\""}
+csi-allowed-topology-keys: {accepted: [""], message: "\"\""}
+csi-storage-capacity-tracking: {accepted: ["","false"], message: "\"false\""}
+allow-live-engine-upgrade-on-same-image-commit: {accepted: ["","false"], message: "\"false\""}
+{{- end -}}

@@ -36,6 +36,10 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	if nv, err := ReplaceValuesBlock(values); err != nil || nv != values {
 		stale("chart/values.yaml (defaultSettings block)")
 	}
+	readme := string(readFile(t, "../../README.md"))
+	if nr, err := ReplaceSettingsDoc(readme); err != nil || nr != readme {
+		stale("README.md (settings table)")
+	}
 	docs, err := Render(chartDir, nil)
 	if err != nil {
 		t.Fatal(err)

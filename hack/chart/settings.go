@@ -8,7 +8,10 @@
 package chart
 
 import (
+	"encoding/json"
 	"fmt"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/longhorn-go/longhorn/types"
@@ -105,6 +108,22 @@ func SettingsTemplate() []byte {
 		fmt.Fprintf(&b, "- [%s]\n", strings.Join(append([]string{string(k.Name), k.Key}, k.Aliases...), ", "))
 	}
 	b.WriteString("{{- end -}}\n")
+	b.WriteString("{{- /* Settings not supported yet: the values each accepts (its default, values that ask for nothing, and \"\"). */ -}}\n")
+	b.WriteString("{{- define \"longhorn.unsupportedSettings\" -}}\n")
+	for _, k := range SettingKeys() {
+		if types.SettingSupported(k.Name) {
+			continue
+		}
+		values := types.AcceptedValues(k.Name)
+		accepted := values
+		if !slices.Contains(accepted, "") {
+			accepted = append([]string{""}, accepted...)
+		}
+		a, _ := json.Marshal(accepted)
+		m, _ := json.Marshal(strings.Join(quoteAll(values), " or "))
+		fmt.Fprintf(&b, "%s: {accepted: %s, message: %s}\n", k.Name, a, m)
+	}
+	b.WriteString("{{- end -}}\n")
 	return []byte(b.String())
 }
 
@@ -138,10 +157,23 @@ func ValuesBlock() string {
 		if len(k.Aliases) > 0 {
 			fmt.Fprintf(&b, "  # Also accepted as %s.\n", strings.Join(k.Aliases, ", "))
 		}
+		if !types.SettingSupported(k.Name) {
+			fmt.Fprintf(&b, "  # Not supported yet: only %s is accepted; another value fails the install.\n",
+				strings.Join(quoteAll(types.AcceptedValues(k.Name)), " or "))
+		}
 		fmt.Fprintf(&b, "  %s: %s\n", k.Key, v)
 	}
 	b.WriteString(valuesEnd)
 	return b.String()
+}
+
+// quoteAll quotes each value ("x" -> "\"x\"").
+func quoteAll(vs []string) []string {
+	out := make([]string, len(vs))
+	for i, v := range vs {
+		out[i] = strconv.Quote(v)
+	}
+	return out
 }
 
 // describe summarises a definition: type, default, range or options.

@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // loadValues reads a values file of testdata.
@@ -102,9 +104,44 @@ func TestUnsupportedValuesFail(t *testing.T) {
 		"metrics.serviceMonitor.enabled":       {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}},
 		"global.cattle.windowsCluster.enabled": {"global": map[string]any{"cattle": map[string]any{"windowsCluster": map[string]any{"enabled": true}}}},
 		"csi.podAntiAffinityPreset":            {"csi": map[string]any{"podAntiAffinityPreset": "hard"}},
+		"defaultSettings.nodeDrainPolicy":      {"defaultSettings": map[string]any{"nodeDrainPolicy": "block-for-eviction"}},
 	} {
 		if got := renderErr(values); !strings.Contains(got, path) {
 			t.Errorf("%s: error %q, want one naming it", path, got)
+		}
+	}
+}
+
+// A defaultSettings key of a setting not supported yet fails the install
+// unless its value asks for nothing: the default, an inert value ("false"
+// of a feature switch), per data engine too; the message says so.
+func TestNotSupportedSettingsRefusedAtInstall(t *testing.T) {
+	got := renderedSettings(t, map[string]any{"defaultSettings": map[string]any{
+		"nodeDrainPolicy":              "always-allow",
+		"upgradeChecker":               false,
+		"snapshotDataIntegrity":        map[string]any{"v1": "disabled", "v2": "fast-check"},
+		"guaranteedInstanceManagerCPU": `{"v1":"0","v2":"12"}`,
+		"csiAllowedTopologyKeys":       "",
+	}})
+	for name, want := range map[string]string{"node-drain-policy": "always-allow", "upgrade-checker": "false",
+		"snapshot-data-integrity": `{"v1":"disabled","v2":"fast-check"}`, "guaranteed-instance-manager-cpu": `{"v1":"0","v2":"12"}`} {
+		if got[name] != want {
+			t.Errorf("%s = %q, want %q", name, got[name], want)
+		}
+		if err := types.ValidateSettingSupported(types.SettingName(name), got[name]); err != nil {
+			t.Errorf("the chart passes %s=%q, the manager refuses it: %v", name, got[name], err)
+		}
+	}
+	for key, v := range map[string]any{
+		"nodeDrainPolicy":              "block-for-eviction",
+		"snapshotDataIntegrity":        map[string]any{"v1": "enabled"},
+		"guaranteedInstanceManagerCPU": `{"v1":"20"}`,
+		"csiAllowedTopologyKeys":       "topology.kubernetes.io/zone",
+		"upgradeResponderURL":          "https://example.invalid/v1",
+	} {
+		err := renderErr(map[string]any{"defaultSettings": map[string]any{key: v}})
+		if !strings.Contains(err, "defaultSettings."+key) || !strings.Contains(err, "not supported yet") {
+			t.Errorf("%s=%v: error %q, want one naming the key and saying not supported yet", key, v, err)
 		}
 	}
 }
@@ -114,23 +151,23 @@ func TestUnsupportedValuesFail(t *testing.T) {
 func TestSettingKeySpellings(t *testing.T) {
 	got := renderedSettings(t, map[string]any{"defaultSettings": map[string]any{
 		"rebuildConcurrentSyncLimit":    3,
-		"dataEngineCPUIsolationEnabled": map[string]any{"v2": false},
-		"dataEngineNumberOfCPUCores":    `{"v2":"2"}`,
+		"dataEngineCPUIsolationEnabled": map[string]any{"v2": true},
+		"dataEngineNumberOfCPUCores":    `{"v2":"0"}`, // v2 settings are not supported yet: only the default passes
 	}})
 	for name, want := range map[string]string{
 		"replica-rebuild-concurrent-sync-limit": "3",
-		"data-engine-cpu-isolation-enabled":     `{"v2":"false"}`,
-		"data-engine-number-of-cpu-cores":       `{"v2":"2"}`,
+		"data-engine-cpu-isolation-enabled":     `{"v2":"true"}`,
+		"data-engine-number-of-cpu-cores":       `{"v2":"0"}`,
 	} {
 		if got[name] != want {
 			t.Errorf("%s = %q, want %q", name, got[name], want)
 		}
 	}
 	got = renderedSettings(t, map[string]any{"defaultSettings": map[string]any{
-		"replicaRebuildConcurrentSyncLimit": 2, "dataEngineCpuIsolationEnabled": true, "dataEngineNumberOfCpuCores": 1,
+		"replicaRebuildConcurrentSyncLimit": 2, "dataEngineCpuIsolationEnabled": true, "dataEngineNumberOfCpuCores": 0,
 		"dataEngineCPUIsolationEnabled": true, // the same value under both spellings is fine
 	}})
-	if got["replica-rebuild-concurrent-sync-limit"] != "2" || got["data-engine-cpu-isolation-enabled"] != "true" || got["data-engine-number-of-cpu-cores"] != "1" {
+	if got["replica-rebuild-concurrent-sync-limit"] != "2" || got["data-engine-cpu-isolation-enabled"] != "true" || got["data-engine-number-of-cpu-cores"] != "0" {
 		t.Errorf("earlier spellings: %v", got)
 	}
 	err := renderErr(map[string]any{"defaultSettings": map[string]any{"rebuildConcurrentSyncLimit": 3, "replicaRebuildConcurrentSyncLimit": 2}})

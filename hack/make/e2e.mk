@@ -12,11 +12,19 @@
 E2E_RUN     ?=
 E2E_TIMEOUT ?= 25m
 E2E_KEEP    ?=
-E2E_NAME    := lhe2e
+# The cluster's name and address ranges: lhe2e's (the CI's) unless an
+# engineer runs the suite on their own test-bed share (GUIDE.md table), e.g.
+#   make e2e E2E_NAME=lhcsi E2E_SUBNET=10.99.48.0/24 E2E_SVC_CIDR=10.99.49.0/24 E2E_POD_CIDR=10.103.0.0/16
+E2E_NAME     ?= lhe2e
+E2E_SUBNET   ?= 10.99.16.0/24
+E2E_SVC_CIDR ?= 10.99.17.0/24
+E2E_POD_CIDR ?= 10.101.0.0/16
+# LONGHORN_E2E_TIMINGS: how many times the PVC scenarios time their paths (README numbers: 10).
+E2E_TIMINGS  ?=
 E2E_STATE   := $(CACHE_DIR)/cluster-$(E2E_NAME)
 E2E_NODE_MODE ?= containerd
-E2E_CLUSTER := --name $(E2E_NAME) --state-dir $(E2E_STATE) --nodes 3 --subnet 10.99.16.0/24 --service-cidr 10.99.17.0/24 \
-               --pod-cidr 10.101.0.0/16 --node-mode $(E2E_NODE_MODE)
+E2E_CLUSTER := --name $(E2E_NAME) --state-dir $(E2E_STATE) --nodes 3 --subnet $(E2E_SUBNET) --service-cidr $(E2E_SVC_CIDR) \
+               --pod-cidr $(E2E_POD_CIDR) --node-mode $(E2E_NODE_MODE)
 
 TEST_STEPS += e2e
 
@@ -24,7 +32,9 @@ TEST_STEPS += e2e
 e2e: packages build lhcluster lhpause testbin $(CLUSTER_IMAGE_DEPS) ## end-to-end scenarios against a local 3-node cluster (real nodes) it starts and removes (root)
 	@rc=0; $(TEST_ENV) LONGHORN_E2E=1 LONGHORN_BINARY=$(BIN)/longhorn LHCLUSTER_BINARY=$(BIN)/lhcluster \
 	  LHPAUSE_BINARY=$(BIN)/lhpause LONGHORN_IMAGE_ARCHIVE=$(abspath $(CLUSTER_IMAGE)) LONGHORN_E2E_NODE_MODE=$(E2E_NODE_MODE) \
-	  LONGHORN_E2E_STATE_DIR=$(E2E_STATE) LONGHORN_E2E_KEEP=$(E2E_KEEP) nice -n 10 go test -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v \
+	  LONGHORN_E2E_STATE_DIR=$(E2E_STATE) LONGHORN_E2E_KEEP=$(E2E_KEEP) \
+	  LONGHORN_E2E_NAME=$(E2E_NAME) LONGHORN_E2E_SUBNET=$(E2E_SUBNET) LONGHORN_E2E_SERVICE_CIDR=$(E2E_SVC_CIDR) \
+	  LONGHORN_E2E_POD_CIDR=$(E2E_POD_CIDR) LONGHORN_E2E_TIMINGS=$(E2E_TIMINGS) nice -n 10 go test -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v \
 	  $(if $(E2E_RUN),-run '$(E2E_RUN)') ./test/e2e/... || rc=$$?; \
 	if [ "$(E2E_KEEP)" != 1 ] && [ -e $(E2E_STATE)/state.json ]; then echo "== e2e: cluster $(E2E_NAME) left behind; removing it"; \
 	  flock $(or $(TMPDIR),/tmp)/lhcluster-test.lock $(BIN)/lhcluster down $(E2E_CLUSTER) || rc=1; fi; \

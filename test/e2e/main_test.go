@@ -83,12 +83,16 @@ func run(m *testing.M) int {
 		skipReason = err.Error()
 		return m.Run()
 	}
-	lock, err := takeLock()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e:", err)
-		return 1
+	// The machine-wide lock guards lhe2e (the CI's cluster); an engineer's
+	// own test-bed share (LONGHORN_E2E_NAME) is theirs alone.
+	if envOr("LONGHORN_E2E_NAME", clusterName) == clusterName {
+		lock, err := takeLock()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "e2e:", err)
+			return 1
+		}
+		defer lock.Close()
 	}
-	defer lock.Close()
 	c, err := clusterConfig(assets)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e:", err)
@@ -182,11 +186,15 @@ func clusterConfig(assets string) (cluster.Config, error) {
 		if err != nil {
 			return cluster.Config{}, err
 		}
-		state = filepath.Join(home, ".cache", "longhorn-testbed", "cluster-"+clusterName)
+		state = filepath.Join(home, ".cache", "longhorn-testbed", "cluster-"+envOr("LONGHORN_E2E_NAME", clusterName))
+	}
+	name, subnet, service, pods, err := clusterAddresses()
+	if err != nil {
+		return cluster.Config{}, err
 	}
 	c := cluster.Config{
-		Name: clusterName, Nodes: clusterSize, Subnet: clusterSubnet, ServiceCIDR: clusterService,
-		PodCIDR:  clusterPods,
+		Name: name, Nodes: clusterSize, Subnet: subnet, ServiceCIDR: service,
+		PodCIDR:  pods,
 		NodeMode: cluster.NodeMode(os.Getenv("LONGHORN_E2E_NODE_MODE")),
 		StateDir: state, AssetsDir: assets, AgentBinary: agent,
 		Images: map[string]string{"longhornio/longhorn:*": lh},
@@ -204,6 +212,33 @@ func clusterConfig(assets string) (cluster.Config, error) {
 		}
 	}
 	return c, nil
+}
+
+// clusterAddresses returns the cluster's name and address ranges: lhe2e's,
+// or an engineer's own test-bed share from LONGHORN_E2E_NAME,
+// LONGHORN_E2E_SUBNET, LONGHORN_E2E_SERVICE_CIDR and LONGHORN_E2E_POD_CIDR
+// (make e2e E2E_NAME=... E2E_SUBNET=...), so that work on a scenario never
+// touches the CI's cluster.
+func clusterAddresses() (name string, subnet, service, pods netip.Prefix, err error) {
+	name, subnet, service, pods = envOr("LONGHORN_E2E_NAME", clusterName), clusterSubnet, clusterService, clusterPods
+	for _, p := range []struct {
+		env string
+		dst *netip.Prefix
+	}{{"LONGHORN_E2E_SUBNET", &subnet}, {"LONGHORN_E2E_SERVICE_CIDR", &service}, {"LONGHORN_E2E_POD_CIDR", &pods}} {
+		if v := os.Getenv(p.env); v != "" {
+			if *p.dst, err = netip.ParsePrefix(v); err != nil {
+				return "", subnet, service, pods, fmt.Errorf("%s=%q: %w", p.env, v, err)
+			}
+		}
+	}
+	return name, subnet, service, pods, nil
+}
+
+func envOr(key, def string) string {
+	if v := os.Getenv(key); v != "" {
+		return v
+	}
+	return def
 }
 
 // binary returns $env when set, else builds pkg (relative to root) into a

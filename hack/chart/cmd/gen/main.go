@@ -6,6 +6,7 @@
 //	chart/values.yaml                 the generated defaultSettings block
 //	chart/values.schema.json          the values' JSON Schema (defaultSettings typed from types/)
 //	deploy/longhorn.yaml              the chart rendered with default values
+//	README.md                         the settings table (implemented / not supported yet)
 //
 // -image and -tag override image.longhorn.repository and image.longhorn.tag
 // in the rendered manifest (the chart's defaults are unchanged).
@@ -61,6 +62,18 @@ func run(repo, image, tag string) error {
 		return err
 	}
 	if err := writeIfChanged(valuesPath, []byte(newValues)); err != nil {
+		return err
+	}
+	readmePath := filepath.Join(repo, "README.md")
+	readme, err := os.ReadFile(readmePath)
+	if err != nil {
+		return err
+	}
+	newReadme, err := chart.ReplaceSettingsDoc(string(readme))
+	if err != nil {
+		return err
+	}
+	if err := writeIfChanged(readmePath, []byte(newReadme)); err != nil {
 		return err
 	}
 	overrides := map[string]any{}

@@ -1,0 +1,236 @@
+package csi
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/container-storage-interface/spec/lib/go/csi"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+)
+
+// CSI snapshots as Longhorn's driver makes them. The VolumeSnapshotClass
+// parameter `type` picks the kind: `snap` is a Longhorn snapshot (a
+// Snapshot object through the volume's snapshotCR* actions), id
+// snap://<volume>/<snapshot>; `bak` (Longhorn's default, legacy `bs`) is a
+// backup, id bak://<volume>/<backup>; `bi` a backing image. Only `snap` is
+// served yet.
+const (
+	snapParamType   = "type"
+	snapTypeSnap    = "snap"
+	snapTypeBackup  = "bak"
+	snapTypeLegacy  = "bs"
+	snapTypeBacking = "bi"
+	snapIDPrefix    = "snap://"
+)
+
+// SnapshotCR is the part of the API's snapshotCR resource the plugin reads.
+type SnapshotCR struct {
+	Name         string `json:"name"`
+	Volume       string `json:"volume"`
+	CreationTime string `json:"creationTime"`
+	ReadyToUse   bool   `json:"readyToUse"`
+	RestoreSize  int64  `json:"restoreSize"`
+	MarkRemoved  bool   `json:"markRemoved"`
+	Error        string `json:"error"`
+}
+
+// snapshotType returns the CSI snapshot type of the class parameters, or
+// an InvalidArgument naming the parameter.
+func snapshotType(params map[string]string) (string, error) {
+	for k := range params {
+		switch k {
+		case snapParamType, "backupMode", "exportType":
+		default:
+			if !strings.HasPrefix(k, "csi.storage.k8s.io/") {
+				return "", status.Errorf(codes.InvalidArgument, "parameters: %q is not a Longhorn VolumeSnapshotClass parameter (type, backupMode, exportType)", k)
+			}
+		}
+	}
+	t := params[snapParamType]
+	if t == "" {
+		t = snapTypeBackup // Longhorn's default
+	}
+	switch t {
+	case snapTypeSnap:
+		if params["backupMode"] != "" || params["exportType"] != "" {
+			return "", status.Error(codes.InvalidArgument, "parameters: backupMode and exportType apply to type bak and bi, not snap")
+		}
+		return t, nil
+	case snapTypeBackup, snapTypeLegacy:
+		return "", status.Errorf(codes.InvalidArgument,
+			"parameters: type %q (a backup, Longhorn's default type) is not supported yet through CSI: set type: snap in the VolumeSnapshotClass", t)
+	case snapTypeBacking:
+		return "", status.Error(codes.InvalidArgument, "parameters: type bi (backing image) is not supported yet")
+	}
+	return "", status.Errorf(codes.InvalidArgument, "parameters: type %q: want snap, bak, bs or bi", t)
+}
+
+// SnapshotID is snap://<volume>/<snapshot>.
+func SnapshotID(volume, snapshot string) string { return snapIDPrefix + volume + "/" + snapshot }
+
+// ParseSnapshotID splits a snap:// id; ok is false for anything else.
+func ParseSnapshotID(id string) (volume, snapshot string, ok bool) {
+	rest, found := strings.CutPrefix(id, snapIDPrefix)
+	if !found {
+		return "", "", false
+	}
+	volume, snapshot, found = strings.Cut(rest, "/")
+	if !found || volume == "" || snapshot == "" || strings.Contains(snapshot, "/") {
+		return "", "", false
+	}
+	return volume, snapshot, true
+}
+
+// snapshotName is the Longhorn snapshot name of a CSI snapshot name: the
+// name the snapshotter gives (snapshot-<uid>) lower-cased, as volume names.
+func snapshotName(csiName string) string { return volumeName(csiName) }
+
+func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSnapshotRequest) (*csi.CreateSnapshotResponse, error) {
+	if req.GetName() == "" {
+		return nil, status.Error(codes.InvalidArgument, "name is required")
+	}
+	if req.GetSourceVolumeId() == "" {
+		return nil, status.Error(codes.InvalidArgument, "source_volume_id is required")
+	}
+	if _, err := snapshotType(req.GetParameters()); err != nil {
+		return nil, err
+	}
+	vol, name := req.GetSourceVolumeId(), snapshotName(req.GetName())
+	v, err := s.d.client.GetVolume(ctx, vol)
+	if IsNotFound(err) {
+		return nil, status.Errorf(codes.NotFound, "source volume %s not found", vol)
+	}
+	if err != nil {
+		return nil, apiStatus(err, "get volume "+vol)
+	}
+	sn, err := s.d.client.GetSnapshotCR(ctx, vol, name)
+	switch {
+	case err == nil && sn.Volume != vol:
+		return nil, status.Errorf(codes.AlreadyExists, "snapshot %s exists for volume %s, not %s", name, sn.Volume, vol)
+	case IsNotFound(err):
+		// A detached volume is attached by the manager's snapshot
+		// controller for the snapshot (Longhorn's way).
+		if sn, err = s.d.client.CreateSnapshotCR(ctx, vol, name); err != nil {
+			if isConflict(err) {
+				// Snapshot names are cluster-wide: this one belongs to
+				// another volume (snapshotCRGet looks in vol's only).
+				return nil, status.Errorf(codes.AlreadyExists, "snapshot %s exists for another volume than %s: %v", name, vol, err)
+			}
+			return nil, apiStatus(err, "create snapshot "+name)
+		}
+	case err != nil:
+		return nil, apiStatus(err, "get snapshot "+name)
+	}
+	if sn, err = s.waitSnapshot(ctx, vol, name); err != nil {
+		return nil, err
+	}
+	size := sn.RestoreSize
+	if size == 0 {
+		size, _ = strconv.ParseInt(v.Size, 10, 64)
+	}
+	created := time.Now()
+	if t, err := time.Parse(time.RFC3339, sn.CreationTime); err == nil {
+		created = t
+	}
+	return &csi.CreateSnapshotResponse{Snapshot: &csi.Snapshot{SnapshotId: SnapshotID(vol, name), SourceVolumeId: vol,
+		SizeBytes: size, CreationTime: timestamppb.New(created), ReadyToUse: sn.ReadyToUse}}, nil
+}
+
+// waitSnapshot waits until the snapshot is ready to use (the engine has it).
+func (s *controllerServer) waitSnapshot(ctx context.Context, vol, name string) (*SnapshotCR, error) {
+	ctx, cancel := context.WithTimeout(ctx, s.d.cfg.Timeout)
+	defer cancel()
+	for {
+		sn, err := s.d.client.GetSnapshotCR(ctx, vol, name)
+		switch {
+		case err == nil && sn.Error != "":
+			return nil, status.Errorf(codes.Internal, "snapshot %s of %s: %s", name, vol, sn.Error)
+		case err == nil && sn.ReadyToUse:
+			return sn, nil
+		case err != nil && !IsNotFound(err):
+			return nil, apiStatus(err, "get snapshot "+name)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, status.Errorf(codes.DeadlineExceeded, "snapshot %s of %s: not ready to use within %v", name, vol, s.d.cfg.Timeout)
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+}
+
+func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSnapshotRequest) (*csi.DeleteSnapshotResponse, error) {
+	id := req.GetSnapshotId()
+	if id == "" {
+		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
+	}
+	vol, name, ok := ParseSnapshotID(id)
+	if !ok {
+		// Not an id this driver hands out: nothing of it exists (CSI:
+		// deleting a missing snapshot succeeds).
+		return &csi.DeleteSnapshotResponse{}, nil
+	}
+	if _, err := s.d.client.GetVolume(ctx, vol); IsNotFound(err) {
+		return &csi.DeleteSnapshotResponse{}, nil // the volume and its snapshots are gone
+	} else if err != nil {
+		return nil, apiStatus(err, "get volume "+vol)
+	}
+	err := s.d.client.DeleteSnapshotCR(ctx, vol, name)
+	if err != nil && !IsNotFound(err) {
+		return nil, apiStatus(err, "delete snapshot "+name)
+	}
+	return &csi.DeleteSnapshotResponse{}, nil
+}
+
+// GetSnapshotCR returns the Snapshot object name of volume (snapshotCRGet).
+func (c *Client) GetSnapshotCR(ctx context.Context, volume, name string) (*SnapshotCR, error) {
+	var sn SnapshotCR
+	if err := c.VolumeAction(ctx, volume, "snapshotCRGet", map[string]string{"name": name}, &sn); err != nil {
+		return nil, err
+	}
+	return &sn, nil
+}
+
+// CreateSnapshotCR takes snapshot name of volume (snapshotCRCreate).
+func (c *Client) CreateSnapshotCR(ctx context.Context, volume, name string) (*SnapshotCR, error) {
+	var sn SnapshotCR
+	if err := c.VolumeAction(ctx, volume, "snapshotCRCreate", map[string]any{"name": name, "labels": map[string]string{}}, &sn); err != nil {
+		return nil, err
+	}
+	return &sn, nil
+}
+
+// DeleteSnapshotCR deletes snapshot name of volume (snapshotCRDelete).
+func (c *Client) DeleteSnapshotCR(ctx context.Context, volume, name string) error {
+	return c.VolumeAction(ctx, volume, "snapshotCRDelete", map[string]string{"name": name}, nil)
+}
+
+// refuseContentSource answers CreateVolume with a content source: NotFound
+// when the source snapshot does not exist (CSI), else InvalidArgument: a
+// volume from a snapshot or a volume is a clone (dataSource snap:// or
+// vol://), which the manager does not make yet.
+func (s *controllerServer) refuseContentSource(ctx context.Context, src *csi.VolumeContentSource) error {
+	if snap := src.GetSnapshot(); snap != nil {
+		vol, name, ok := ParseSnapshotID(snap.GetSnapshotId())
+		if !ok {
+			return status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found", snap.GetSnapshotId())
+		}
+		if _, err := s.d.client.GetSnapshotCR(ctx, vol, name); IsNotFound(err) {
+			return status.Errorf(codes.NotFound, "volume_content_source: snapshot %s of volume %s not found", name, vol)
+		}
+	}
+	return status.Error(codes.InvalidArgument,
+		"volume_content_source: creating a volume from a snapshot or a volume (clone, dataSource) is not supported yet")
+}
+
+// isConflict reports whether err is the API's 409 Conflict (an object of
+// that name exists).
+func isConflict(err error) bool {
+	var ae *APIError
+	return errors.As(err, &ae) && ae.Status == http.StatusConflict && ae.Code == "Conflict"
+}
