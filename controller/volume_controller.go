@@ -153,6 +153,7 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"replica health", c.reconcileReplicaHealth},
 		{"sizes", c.reconcileSizes},
 		{"robustness", c.reconcileRobustness},
+		{"eviction", c.reconcileEviction},
 		{"replenish", c.reconcileReplenish},
 		{"schedule", c.reconcileScheduling},
 		{"cleanup", c.reconcileCleanup},
