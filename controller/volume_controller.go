@@ -66,6 +66,10 @@ func newVolumeController(e *env) (runner, error) {
 	if err := addHandler(e.ds.SettingInformer(), onChange(all)); err != nil {
 		return nil, err
 	}
+	// A backup volume's new last backup is restored by its standby volumes.
+	if err := addHandler(e.ds.BackupVolumeInformer(), onChange(func(any) { c.enqueueStandby() })); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -76,6 +80,19 @@ func (c *VolumeController) enqueueAll() {
 	}
 	for _, v := range vols {
 		c.w.Enqueue(c.key(v.Name))
+	}
+}
+
+// enqueueStandby looks at every standby (DR) volume again.
+func (c *VolumeController) enqueueStandby() {
+	vols, err := c.ds.ListVolumesRO(context.Background(), nil)
+	if err != nil {
+		return
+	}
+	for _, v := range vols {
+		if v.Status.IsStandby {
+			c.w.Enqueue(c.key(v.Name))
+		}
 	}
 }
 
@@ -135,6 +152,7 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 	}{
 		{"ensure engine", c.ensureEngine},
 		{"ensure attachment", c.ensureVolumeAttachment},
+		{"restore", c.reconcileRestore},
 		{"replica health", c.reconcileReplicaHealth},
 		{"sizes", c.reconcileSizes},
 		{"robustness", c.reconcileRobustness},
