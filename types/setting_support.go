@@ -124,7 +124,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameLongGRPCTimeout:                                          notSupported(),
 	SettingNameBackupCompressionMethod:                                  reader("controller/backup_controller.go:startBackup"),
 	SettingNameBackupConcurrentLimit:                                    reader("controller/backup_controller.go:startBackup"),
-	SettingNameRestoreConcurrentLimit:                                   notSupported(),
+	SettingNameRestoreConcurrentLimit:                                   reader("controller/engine_restore.go:startRestore"),
 	SettingNameLogLevel:                                                 reader("controller/setting_controller.go:syncSetting"),
 	SettingNameV1DataEngine:                                             reader("webhook/store.go:DataEngineEnabled"),
 	SettingNameV2DataEngine:                                             {Reader: "webhook/store.go:DataEngineEnabled", NotSupported: true},

@@ -152,7 +152,6 @@ restore-volume-recurring-jobs: {accepted: ["","false"], message: "\"false\""}
 remove-snapshots-during-filesystem-trim: {accepted: ["","false"], message: "\"false\""}
 replica-file-sync-http-client-timeout: {accepted: ["","30"], message: "\"30\""}
 long-grpc-timeout: {accepted: ["","86400"], message: "\"86400\""}
-restore-concurrent-limit: {accepted: ["","2"], message: "\"2\""}
 v2-data-engine: {accepted: ["","false"], message: "\"false\""}
 data-engine-hugepage-enabled: {accepted: ["","true"], message: "\"true\""}
 data-engine-memory-size: {accepted: ["","2048"], message: "\"2048\""}
