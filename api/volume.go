@@ -26,7 +26,7 @@ func (s *Server) volumeResource(ctx context.Context, u urls, v *longhorn.Volume)
 	if o.replicas, err = s.ds.ListReplicasByVolumeRO(ctx, v.Name); err != nil {
 		return Volume{}, err
 	}
-	sel := labels.SelectorFromSet(labels.Set{types.LonghornLabelBackupVolume: v.Name})
+	sel := labels.SelectorFromSet(labels.Set{labelBackupVolume: v.Name})
 	if o.backups, err = s.ds.ListBackupsRO(ctx, sel); err != nil {
 		return Volume{}, err
 	}
@@ -224,7 +224,6 @@ func refuseMissingFeatures(in VolumeInput) error {
 		{in.SnapshotDataIntegrity == longhorn.SnapshotDataIntegrityEnabled || in.SnapshotDataIntegrity == longhorn.SnapshotDataIntegrityFastCheck,
 			"snapshotDataIntegrity", "snapshot data integrity checking"},
 		{in.FreezeFilesystemForSnapshot == longhorn.FreezeFilesystemForSnapshotEnabled, "freezeFilesystemForSnapshot", "freezing the filesystem for snapshots"},
-		{in.BackupTargetName != "" && in.BackupTargetName != "default", "backupTargetName", backupsMissing},
 	}
 	for _, r := range refusals {
 		if r.set {
@@ -292,6 +291,11 @@ func (s *Server) createVolume(ctx context.Context, r *http.Request, u urls) (int
 	v, err := s.volumeFromInput(ctx, in)
 	if err != nil {
 		return 0, nil, err
+	}
+	if t := in.BackupTargetName; t != "" {
+		if _, err := s.ds.GetBackupTargetRO(ctx, t); apierrors.IsNotFound(err) {
+			return 0, nil, invalidInput("backupTargetName", "backup target %q does not exist", t)
+		}
 	}
 	if v, err = s.ds.CreateVolume(ctx, v); err != nil {
 		return 0, nil, err

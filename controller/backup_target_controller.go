@@ -216,7 +216,7 @@ func (c *BackupTargetController) syncBackupVolumes(ctx context.Context, target s
 
 // annotationForget marks a BackupVolume (or Backup) whose deletion must not
 // remove anything in the store (it is gone there already).
-const annotationForget = types.LonghornLabelKeyPrefix + "/backupstore-gone"
+const annotationForget = types.AnnotationBackupstoreGone
 
 func (c *BackupTargetController) forgetBackupVolume(ctx context.Context, name string) error {
 	bv, err := c.ds.GetBackupVolume(ctx, name)

@@ -93,6 +93,10 @@ const (
 	LonghornLabelBackupVolume         = "backup-volume"
 	LonghornLabelBackupTarget         = "backup-target"
 	LonghornLabelSnapshotForVolume    = LonghornLabelKeyPrefix + "/snapshot-for-volume"
+	// AnnotationBackupstoreGone marks a BackupVolume or Backup whose
+	// deletion must leave the backupstore alone (gone there already, or
+	// its backup target is being removed).
+	AnnotationBackupstoreGone = LonghornLabelKeyPrefix + "/backupstore-gone"
 
 	// Recurring job opt-in labels on volumes: <prefix><job or group>: enabled.
 	RecurringJobLabelPrefix       = "recurring-job.longhorn.io/"
