@@ -72,5 +72,7 @@ func (r *Runner) deleteJobBackups(ctx context.Context, job *longhorn.RecurringJo
 		}
 	}
 	return r.deleteAll(ctx, "backup", Expired(items, job.Spec.RetentionPolicy, job.Spec.Retain, job.Spec.RetainAge.Duration, r.now()),
-		func(n string) error { return r.LH.LonghornV1beta2().Backups(r.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) })
+		func(n string) error {
+			return r.LH.LonghornV1beta2().Backups(r.Namespace).Delete(ctx, n, metav1.DeleteOptions{})
+		})
 }

@@ -225,7 +225,9 @@ func (r *Runner) deleteSnapshots(ctx context.Context, job *longhorn.RecurringJob
 		}
 	}
 	return r.deleteAll(ctx, "snapshot", Expired(items, job.Spec.RetentionPolicy, job.Spec.Retain, job.Spec.RetainAge.Duration, r.now()),
-		func(n string) error { return r.LH.LonghornV1beta2().Snapshots(r.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) })
+		func(n string) error {
+			return r.LH.LonghornV1beta2().Snapshots(r.Namespace).Delete(ctx, n, metav1.DeleteOptions{})
+		})
 }
 
 // purgeSystemSnapshots deletes the volume's system snapshots (not user
@@ -242,7 +244,9 @@ func (r *Runner) purgeSystemSnapshots(ctx context.Context, volume string) error 
 		}
 	}
 	return r.deleteAll(ctx, "snapshot", names,
-		func(n string) error { return r.LH.LonghornV1beta2().Snapshots(r.Namespace).Delete(ctx, n, metav1.DeleteOptions{}) })
+		func(n string) error {
+			return r.LH.LonghornV1beta2().Snapshots(r.Namespace).Delete(ctx, n, metav1.DeleteOptions{})
+		})
 }
 
 func (r *Runner) deleteAll(ctx context.Context, kind string, names []string, del func(string) error) error {
