@@ -212,8 +212,6 @@ func refuseMissingFeatures(in VolumeInput) error {
 		field string
 		what  string
 	}{
-		{in.FromBackup != "", "fromBackup", "restoring a volume from a backup"},
-		{in.Standby, "standby", "standby (disaster recovery) volumes"},
 		{in.DataSource != "", "dataSource", "cloning a volume from a volume or snapshot (dataSource)"},
 		{in.BackingImage != "", "backingImage", "backing images"},
 		{in.Encrypted, "encrypted", "encrypted volumes"},
@@ -241,7 +239,7 @@ func (s *Server) applyVolumeDefaults(ctx context.Context, v *longhorn.Volume) er
 	if sp.DataEngine == "" {
 		sp.DataEngine = longhorn.DataEngineTypeV1
 	}
-	if sp.Frontend == "" {
+	if sp.Frontend == "" && !sp.Standby { // a standby volume has no frontend until activated (as the webhook)
 		sp.Frontend = longhorn.VolumeFrontendBlockDev
 	}
 	if sp.AccessMode == "" {

@@ -70,12 +70,14 @@ export function TargetDialog({ target, onClose }: { target?: BackupTarget; onClo
 export function RestoreDialog({ backup, onClose }: { backup: Backup; onClose: () => void }) {
   const [name, setName] = useState(`${backup.volumeName}-restore`);
   const [replicas, setReplicas] = useState("3");
+  const [standby, setStandby] = useState(false);
   const { busy, error, run } = useAction();
   const submit = async () => {
+    const body = { name, size: backup.volumeSize, numberOfReplicas: Number(replicas), fromBackup: backup.url, dataEngine: "v1" };
     const ok = await run(
       `Restore ${backup.name}`,
-      () => api.create("volumes", { name, size: backup.volumeSize, numberOfReplicas: Number(replicas), fromBackup: backup.url, frontend: "blockdev", dataEngine: "v1" }),
-      `Restoring ${backup.name} to ${name}`,
+      () => api.create("volumes", standby ? { ...body, standby: true, frontend: "" } : { ...body, frontend: "blockdev" }),
+      standby ? `Creating disaster recovery volume ${name}` : `Restoring ${backup.name} to ${name}`,
     );
     if (ok !== undefined) onClose();
   };
@@ -105,6 +107,9 @@ export function RestoreDialog({ backup, onClose }: { backup: Backup; onClose: ()
       <Field label="Number of replicas" htmlFor="rs-rep">
         <input id="rs-rep" type="number" min={1} value={replicas} onChange={(e) => setReplicas(e.target.value)} />
       </Field>
+      <label className="check">
+        <input type="checkbox" checked={standby} onChange={(e) => setStandby(e.target.checked)} /> Disaster recovery volume (standby: follows new backups until activated)
+      </label>
     </Dialog>
   );
 }

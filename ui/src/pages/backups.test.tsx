@@ -136,3 +136,31 @@ describe("pollSeconds", () => {
     expect(pollSeconds("")).toBe("300");
   });
 });
+
+describe("Restore", () => {
+  it("restores a completed backup to a new volume, or as a standby volume", async () => {
+    const user = userEvent.setup();
+    const calls = installFetch(() => [200, {}]);
+    renderAt("/backup");
+    act(() => {
+      streams.feed("backuptargets", [target("default")]);
+      streams.feed("backupvolumes", [backupVolume("vol")]);
+      streams.feed("backups", [backup("backup-a", "vol"), backup("backup-b", "vol", { state: "InProgress", progress: 10 })]);
+    });
+    await user.click(screen.getByRole("button", { name: /vol/, expanded: false }));
+    expect(screen.getByRole("button", { name: "Restore backup backup-b" })).toBeDisabled();
+    await user.click(screen.getByRole("button", { name: "Restore backup backup-a" }));
+    let dialog = screen.getByRole("dialog", { name: "Restore backup backup-a" });
+    await user.click(within(dialog).getByRole("button", { name: "Restore" }));
+    await waitFor(() =>
+      expect(calls[0]).toMatchObject({ method: "POST", url: "volumes", body: { name: "vol-restore", fromBackup: backup("backup-a", "vol").url, frontend: "blockdev", size: String(1024 ** 3) } }),
+    );
+    await user.click(screen.getByRole("button", { name: "Restore backup backup-a" }));
+    dialog = screen.getByRole("dialog", { name: "Restore backup backup-a" });
+    await user.clear(within(dialog).getByLabelText("New volume name"));
+    await user.type(within(dialog).getByLabelText("New volume name"), "vol-dr");
+    await user.click(within(dialog).getByLabelText(/Disaster recovery volume/));
+    await user.click(within(dialog).getByRole("button", { name: "Restore" }));
+    await waitFor(() => expect(calls[1]).toMatchObject({ body: { name: "vol-dr", standby: true, frontend: "" } }));
+  });
+});
