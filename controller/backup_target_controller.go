@@ -85,6 +85,9 @@ func (c *BackupTargetController) syncBackupTarget(ctx context.Context, key strin
 	if !c.responsible(ctx, "", btRO.Status.OwnerID) {
 		return Done, nil
 	}
+	if c.skipReconcile(btRO, "BackupTarget") {
+		return Done, nil
+	}
 	bt := btRO.DeepCopy()
 	bt.Status.OwnerID = c.opts.NodeName
 	volumes, checkErr := c.check(ctx, bt)

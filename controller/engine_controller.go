@@ -95,6 +95,9 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 		c.forget(name)
 		return Done, nil
 	}
+	if c.skipReconcile(eRO, "Engine") {
+		return Done, nil
+	}
 	e := eRO.DeepCopy()
 	e.Status.OwnerID = c.opts.NodeName
 	if e.DeletionTimestamp != nil {

@@ -112,6 +112,9 @@ func (c *VolumeController) syncVolume(ctx context.Context, key string) (Result, 
 		LoggerFrom(ctx).WithField("owner", vRO.Status.OwnerID).Debug("Not responsible for volume")
 		return Done, nil
 	}
+	if c.skipReconcile(vRO, "Volume") {
+		return Done, nil
+	}
 	if vRO.Status.OwnerID != c.opts.NodeName {
 		v := vRO.DeepCopy()
 		v.Status.OwnerID = c.opts.NodeName

@@ -112,7 +112,7 @@ var NodeSpecSupport = map[string]FieldSupport{
 	"allowScheduling":           acts(schedNodes),
 	"evictionRequested":         acts(evictionFor),
 	"tags":                      acts(schedNodes),
-	"instanceManagerCPURequest": notYet("a per-node instance manager CPU request"),
+	"instanceManagerCPURequest": acts("controller/instance_manager_controller.go:podCPURequest"),
 }
 
 // DiskSpecSupport covers every field of DiskSpec (node spec.disks[*]).

@@ -231,9 +231,8 @@ func TestNotSupportedFieldsRefusedByAdmission(t *testing.T) {
 	}
 	n = node(false)
 	n.Spec.InstanceManagerCPURequest = 250
-	if err := nk.Validate(ctx, Request[*longhorn.Node]{Operation: admissionv1.Create, Object: n, HasNew: true}); err == nil ||
-		!strings.Contains(err.Error(), "spec.instanceManagerCPURequest") {
-		t.Errorf("instanceManagerCPURequest: %v", err)
+	if err := nk.Validate(ctx, Request[*longhorn.Node]{Operation: admissionv1.Create, Object: n, HasNew: true}); err != nil {
+		t.Errorf("instanceManagerCPURequest refused: %v", err)
 	}
 	r := &longhorn.Replica{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: longhorn.ReplicaSpec{
 		InstanceSpec: longhorn.InstanceSpec{VolumeName: "v", DataEngine: longhorn.DataEngineTypeV1, SalvageRequested: true}}}
