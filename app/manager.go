@@ -26,6 +26,7 @@ import (
 	"github.com/longhorn-go/longhorn/controller"
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
+	"github.com/longhorn-go/longhorn/metrics"
 	"github.com/longhorn-go/longhorn/types"
 	"github.com/longhorn-go/longhorn/webhook"
 )
@@ -144,7 +145,10 @@ func runManager(c *cli.Context) error {
 		// until the manager is ready.
 		router := api.NewRouter(ds, api.Options{Ready: ready.Load, Snapshots: api.EngineSnapshots{DS: ds, Handler: engines},
 			Kube: kube, Events: events, EngineImage: cfg.opts.EngineImage})
-		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)), router)
+		engineMetrics := &engineapi.MetricsClient{}
+		defer engineMetrics.Close()
+		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)),
+			withMetrics(router, ds, cfg.opts.NodeName, engineMetrics))
 		if err != nil {
 			return err
 		}
@@ -243,6 +247,16 @@ func retryConflict(ctx context.Context, fn func() error) error {
 }
 
 // serveHTTP serves h on addr (the REST API port) until shut down.
+// withMetrics serves Prometheus metrics (GET /metrics) beside the API, as
+// Longhorn does on port 9500.
+func withMetrics(router http.Handler, ds *datastore.DataStore, node string, engines *engineapi.MetricsClient) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", metrics.Handler(metrics.Options{Source: metrics.DataStoreSource{DS: ds},
+		NodeName: node, Engine: engines.EngineMetrics}))
+	mux.Handle("/", router)
+	return mux
+}
+
 func serveHTTP(addr string, h http.Handler) (*http.Server, error) {
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {

@@ -36,7 +36,7 @@ func Schema() []byte {
 		"httproute":                 toggled("an HTTPRoute for the UI"),
 		"networkPolicies":           toggled("network policies"),
 		"openshift":                 toggled("OpenShift routes and the OAuth proxy"),
-		"metrics":                   anyObject("Longhorn's metrics.serviceMonitor; serviceMonitor.enabled: true is not supported yet"),
+		"metrics":                   anyObject("Longhorn's metrics.serviceMonitor: enabled renders a Prometheus Operator ServiceMonitor of the managers' /metrics (port manager, 9500)"),
 		"preUpgradeChecker":         anyObject("Longhorn's pre-upgrade checker Job; accepted, not run (no upgrade path yet)"),
 		"enablePSP":                 jsType("boolean", "PodSecurityPolicy (removed in Kubernetes 1.25): only false is supported"),
 		"enableGoCoverDir":          jsType("boolean", "Longhorn's coverage build switch; accepted, no effect"),

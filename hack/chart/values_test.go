@@ -95,13 +95,43 @@ func TestSchemaRefusesMistakes(t *testing.T) {
 	}
 }
 
+// metrics.serviceMonitor.enabled renders a ServiceMonitor of the managers'
+// /metrics (Service longhorn-backend, port manager), with Longhorn's options.
+func TestServiceMonitor(t *testing.T) {
+	docs, err := Render(chartDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range docs {
+		if d.Kind() == "ServiceMonitor" {
+			t.Fatal("ServiceMonitor rendered by default")
+		}
+	}
+	docs, err = Render(chartDir, map[string]any{"metrics": map[string]any{"serviceMonitor": map[string]any{
+		"enabled": true, "additionalLabels": map[string]any{"release": "prom"}, "interval": "30s", "scrapeTimeout": "10s",
+		"metricRelabelings": []any{map[string]any{"action": "drop", "regex": "go_.*", "sourceLabels": []any{"__name__"}}}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	sm := findDoc(t, docs, "ServiceMonitor", "longhorn-prometheus-servicemonitor").Text
+	for _, want := range []string{"release: prom", "app: longhorn-manager", "port: manager", "path: /metrics", "interval: 30s",
+		"scrapeTimeout: 10s", "regex: go_.*"} {
+		if !strings.Contains(sm, want) {
+			t.Errorf("ServiceMonitor lacks %q:\n%s", want, sm)
+		}
+	}
+	svc := findDoc(t, docs, "Service", "longhorn-backend").Text
+	if !strings.Contains(svc, "app: longhorn-manager") || !strings.Contains(svc, "name: manager") {
+		t.Errorf("longhorn-backend does not match the ServiceMonitor:\n%s", svc)
+	}
+}
+
 // Features not supported yet fail with a message instead of being ignored.
 func TestUnsupportedValuesFail(t *testing.T) {
 	for path, values := range map[string]map[string]any{
 		"ingress.enabled":                      {"ingress": map[string]any{"enabled": true}},
 		"httproute.enabled":                    {"httproute": map[string]any{"enabled": true}},
 		"enablePSP":                            {"enablePSP": true},
-		"metrics.serviceMonitor.enabled":       {"metrics": map[string]any{"serviceMonitor": map[string]any{"enabled": true}}},
 		"global.cattle.windowsCluster.enabled": {"global": map[string]any{"cattle": map[string]any{"windowsCluster": map[string]any{"enabled": true}}}},
 		"csi.podAntiAffinityPreset":            {"csi": map[string]any{"podAntiAffinityPreset": "hard"}},
 		"defaultSettings.nodeDrainPolicy":      {"defaultSettings": map[string]any{"nodeDrainPolicy": "block-for-eviction"}},

@@ -72,6 +72,7 @@ cluster-helm: helm ## helm upgrade --install chart/ on the running local cluster
 	$(HELM) upgrade --install longhorn chart/ -n longhorn-system --create-namespace --wait --timeout 5m \
 		--kubeconfig $(CLUSTER_STATE_DIR)/kubeconfig $(if $(HELM_VALUES),-f $(HELM_VALUES))
 
-test-helm: build lhcluster testbin helm ## real helm installs Longhorn's values on a local cluster (lhimg, 10.99.40.0/24); every setting reaches its object (root)
+test-helm: build lhcluster lhpause testbin helm $(CLUSTER_IMAGE_DEPS) ## real helm installs Longhorn's values on a local real-node cluster (lhimg, 10.99.40.0/24, pods 10.102.0.0/16); every setting reaches its object (root)
 	$(TEST_ENV) LONGHORN_HELM_E2E=1 LONGHORN_HELM=$(HELM) LONGHORN_BINARY=$(BIN)/longhorn LHCLUSTER_BINARY=$(BIN)/lhcluster \
+		LHPAUSE_BINARY=$(BIN)/lhpause LONGHORN_IMAGE_ARCHIVE=$(abspath $(CLUSTER_IMAGE)) \
 		go test -count=1 -timeout 20m -v ./test/helm/ 2>&1 | grep -v '^=== RUN'; exit $${PIPESTATUS[0]}

@@ -61,11 +61,18 @@ func prerequisites() (cluster.Config, string, error) {
 	if err != nil {
 		return cluster.Config{}, "", err
 	}
+	// Real nodes (kubelet + containerd), as a user installs: every pod of
+	// the chart, the CSI sidecars included, runs from the product image.
 	c := cluster.Config{Name: "lhimg", Nodes: 2,
 		Subnet: netip.MustParsePrefix("10.99.40.0/24"), ServiceCIDR: netip.MustParsePrefix("10.99.41.0/24"),
+		PodCIDR:   netip.MustParsePrefix("10.102.0.0/16"),
 		StateDir:  filepath.Join(home, ".cache", "longhorn-testbed", "cluster-lhimg"),
 		AssetsDir: assets, AgentBinary: paths[2], Images: map[string]string{"longhornio/longhorn:*": paths[1]},
-		NodeMode: cluster.NodeModeAgent}
+		NodeMode:    cluster.NodeModeContainerd,
+		PauseBinary: os.Getenv("LHPAUSE_BINARY"), ImageArchives: []string{os.Getenv("LONGHORN_IMAGE_ARCHIVE")}}
+	if c.PauseBinary == "" || c.ImageArchives[0] == "" {
+		return c, "", errors.New("real nodes need LHPAUSE_BINARY and LONGHORN_IMAGE_ARCHIVE (make test-helm sets them)")
+	}
 	return c, paths[0], c.Validate()
 }
 
@@ -264,6 +271,39 @@ func dumpPods(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 		return
 	}
 	for _, p := range pods.Items {
-		t.Logf("pod %s on %s: %s %s", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Message)
+		var cstat []string
+		for _, c := range p.Status.ContainerStatuses {
+			st := fmt.Sprintf("%s ready=%v restarts=%d", c.Name, c.Ready, c.RestartCount)
+			if w := c.State.Waiting; w != nil {
+				st += " waiting " + w.Reason + ": " + w.Message
+			}
+			if l := c.LastTerminationState.Terminated; l != nil {
+				st += fmt.Sprintf(" last exit %d %s", l.ExitCode, l.Reason)
+			}
+			cstat = append(cstat, st)
+		}
+		t.Logf("pod %s on %s: %s %s [%s]", p.Name, p.Spec.NodeName, p.Status.Phase, p.Status.Message, strings.Join(cstat, "; "))
+		for _, c := range p.Status.ContainerStatuses {
+			if c.RestartCount > 0 && c.LastTerminationState.Terminated != nil {
+				tail := int64(15)
+				out, err := cs.CoreV1().Pods(namespace).GetLogs(p.Name, &corev1.PodLogOptions{Container: c.Name, Previous: true, TailLines: &tail}).DoRaw(ctx)
+				t.Logf("  previous log of %s/%s (%v):\n%s", p.Name, c.Name, err, out)
+			}
+		}
+	}
+	if ds, err := cs.AppsV1().DaemonSets(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, d := range ds.Items {
+			t.Logf("daemonset %s: desired %d ready %d updated %d", d.Name, d.Status.DesiredNumberScheduled, d.Status.NumberReady, d.Status.UpdatedNumberScheduled)
+		}
+	}
+	if deps, err := cs.AppsV1().Deployments(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, d := range deps.Items {
+			t.Logf("deployment %s: replicas %d ready %d available %d", d.Name, d.Status.Replicas, d.Status.ReadyReplicas, d.Status.AvailableReplicas)
+		}
+	}
+	if svcs, err := cs.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{}); err == nil {
+		for _, s := range svcs.Items {
+			t.Logf("service %s: %s", s.Name, s.Spec.Type)
+		}
 	}
 }

@@ -1,0 +1,26 @@
+package metrics
+
+import (
+	"context"
+
+	"github.com/longhorn-go/longhorn/datastore"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// DataStoreSource is the Source of the manager: its informer caches.
+type DataStoreSource struct{ DS *datastore.DataStore }
+
+// ListVolumes lists every volume.
+func (s DataStoreSource) ListVolumes(ctx context.Context) ([]*longhorn.Volume, error) {
+	return s.DS.ListVolumesRO(ctx, nil)
+}
+
+// ListEngines lists the engines of volume.
+func (s DataStoreSource) ListEngines(ctx context.Context, volume string) ([]*longhorn.Engine, error) {
+	return s.DS.ListEnginesByVolumeRO(ctx, volume)
+}
+
+// ListNodes lists every Longhorn node.
+func (s DataStoreSource) ListNodes(ctx context.Context) ([]*longhorn.Node, error) {
+	return s.DS.ListNodesRO(ctx, nil)
+}
