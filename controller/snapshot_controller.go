@@ -184,18 +184,18 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Resu
 		}
 		return WaitShort, nil
 	case listed:
-		if err := c.dropSnapshotTicket(ctx, sRO); err != nil {
-			return Done, err
-		}
 		st := snapshotStatusOf(info, c.opts.NodeName, eRO.Spec.VolumeSize)
 		st.RequestedTime = sRO.Status.RequestedTime
-		if reflect.DeepEqual(st, sRO.Status) {
-			return Done, nil
+		if !reflect.DeepEqual(st, sRO.Status) {
+			s := sRO.DeepCopy()
+			s.Status = st
+			if _, err := c.ds.UpdateSnapshotStatus(ctx, s); err != nil {
+				return Done, err
+			}
 		}
-		s := sRO.DeepCopy()
-		s.Status = st
-		_, err := c.ds.UpdateSnapshotStatus(ctx, s)
-		return Done, err
+		// The status first: a volume attached for the snapshot detaches
+		// once the ticket goes, and its engine's list with it.
+		return Done, c.dropSnapshotTicket(ctx, sRO)
 	}
 	return Done, nil
 }

@@ -154,9 +154,15 @@ spec:
 			t.Fatalf("snapshot handle %q, want %s<snapshot>", handle, want)
 		}
 		lh := strings.TrimPrefix(handle, want)
-		s, err := e.f.LH.LonghornV1beta2().Snapshots(lhNamespace).Get(e.ctx, lh, metav1.GetOptions{})
-		if err != nil || s.Spec.Volume != vol || !s.Status.ReadyToUse {
-			t.Fatalf("Longhorn snapshot %s: %+v %v", lh, s, err)
+		// The API answers ready from the engine's list; the Snapshot
+		// object's status follows within a sync.
+		err = wait.PollUntilContextTimeout(e.ctx, 500*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			s, err := e.f.LH.LonghornV1beta2().Snapshots(lhNamespace).Get(ctx, lh, metav1.GetOptions{})
+			last = fmt.Sprintf("%+v %v", s, err)
+			return err == nil && s.Spec.Volume == vol && s.Status.ReadyToUse && s.Status.CreationTime != "", nil
+		})
+		if err != nil {
+			t.Fatalf("Longhorn snapshot %s: %s", lh, last)
 		}
 		return lh
 	}
