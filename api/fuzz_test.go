@@ -48,6 +48,11 @@ func fuzzTargets() []struct{ method, path string } {
 		{"PUT", "/v1/settings/default-replica-count"}, {"PUT", "/v1/settings/storage-network"}, {"POST", "/v1/volumes"},
 		{"POST", "/v1/nodes/n1?action=diskUpdate"}, {"PUT", "/v1/nodes/n1"}, {"POST", "/v1/recurringjobs"},
 		{"PUT", "/v1/recurringjobs/job"}, {"POST", "/v1/engineimages"}, {"POST", "/v1/backuptargets"},
+		{"PUT", "/v1/backuptargets"}, {"POST", "/v1/backuptargets/default?action=backupTargetSync"},
+		{"POST", "/v1/backuptargets/default?action=backupTargetUpdate"}, {"PUT", "/v1/backupvolumes"},
+	}
+	for _, name := range backupVolumeActionNames {
+		targets = append(targets, struct{ method, path string }{"POST", "/v1/backupvolumes/vol?action=" + name})
 	}
 	for _, name := range volumeActionNames() {
 		targets = append(targets, struct{ method, path string }{"POST", "/v1/volumes/vol?action=" + name})
@@ -64,11 +69,14 @@ func FuzzRequestBodies(f *testing.F) {
 		`{"size":"2Gi"}`, `{"replicaCount":2}`, `{"disks":{"d":{"path":"/x"}}}`, `{"tags":["a"]}`, `[1,2]`, `nul`, "\x00\xff",
 		`{"dataLocality":"best-effort"}`, `{"snapshotMaxCount":"x"}`, `{"snapshotMaxSize":"1Ti"}`, `{"name":"job","isGroup":true}`,
 		`{"pvName":"pv","fsType":"xfs"}`, `{"namespace":"NS"}`, `{"name":"job","task":"snapshot","cron":"* * * * *","retain":1}`,
-		`{"labels":{"a/b/c":"x"}}`, `{"frontend":"iscsi"}`, `{"accessMode":"rwx"}`} {
+		`{"labels":{"a/b/c":"x"}}`, `{"frontend":"iscsi"}`, `{"accessMode":"rwx"}`, `{"name":"snap","backupMode":"full"}`,
+		`{"name":"t2","backupTargetURL":"s3://b@us-east-1/","pollInterval":"300"}`, `{"pollInterval":"-1"}`, `{"syncBackupTarget":true}`,
+		`{"syncAllBackupVolumes":true}`, `{"backupTargetName":"default"}`, `{"name":"backup-1"}`} {
 		f.Add(s)
 	}
 	e := newFakeEnv(f, Options{Snapshots: &fakeSnapshots{snaps: map[string]*engineapi.Snapshot{}}, Kube: kubefake.NewClientset()},
-		testNode("n1"), testVolume("vol", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy))
+		testNode("n1"), testVolume("vol", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy),
+		testBackupTarget("default", true), testBackupVolume("vol", "default"))
 	targets := fuzzTargets()
 	client := &http.Client{Timeout: 10 * time.Second}
 	f.Fuzz(func(t *testing.T, body string) {
@@ -125,6 +133,27 @@ func FuzzRoutes(f *testing.F) {
 		}
 		if resp.StatusCode >= 500 && resp.StatusCode != http.StatusNotImplemented {
 			t.Fatalf("%s %s = %d %v", method, target, resp.StatusCode, out)
+		}
+	})
+}
+
+// FuzzParseBackupTargetSpec: any input is a spec within the limits or a
+// 422/501 naming the field.
+func FuzzParseBackupTargetSpec(f *testing.F) {
+	for _, s := range [][3]string{{"s3://b@us-east-1/p", "sec", "300"}, {"nfs://h:/e", "", "5m0s"}, {"cifs://h/s", "", ""},
+		{"", "", "-1"}, {"x", "Bad_Name", "1e9"}, {"vfs:///d", "", "99999999999999"}} {
+		f.Add(s[0], s[1], s[2])
+	}
+	f.Fuzz(func(t *testing.T, url, secret, poll string) {
+		spec, err := ParseBackupTargetSpec(BackupTarget{BackupTargetURL: url, CredentialSecret: secret, PollInterval: poll})
+		if err != nil {
+			if st := toAPIError(err).Status; st != http.StatusUnprocessableEntity && st != http.StatusNotImplemented {
+				t.Fatalf("%q %q %q: status %d: %v", url, secret, poll, st, err)
+			}
+			return
+		}
+		if d := spec.PollInterval.Duration; d < 0 || d > maxPollInterval {
+			t.Fatalf("poll %q = %v out of range", poll, d)
 		}
 	})
 }

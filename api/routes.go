@@ -66,7 +66,7 @@ var collectionTypes = []struct{ coll, typ string }{
 	{"settings", "setting"}, {"volumes", "volume"}, {"nodes", "node"}, {"disktags", "tag"}, {"nodetags", "tag"},
 	{"engineimages", "engineImage"}, {"instancemanagers", "instanceManager"}, {"volumeattachments", "volumeAttachment"},
 	{"events", "event"}, {"recurringjobs", "recurringJob"}, {"orphans", "orphan"},
-	{"backuptargets", "backupTarget"}, {"backupvolumes", "backupVolume"},
+	{"backuptargets", "backupTarget"}, {"backupvolumes", "backupVolume"}, {"backups", "backup"},
 	{"backingimages", "backingImage"}, {"backupbackingimages", "backupBackingImage"},
 	{"systembackups", "systemBackup"}, {"systemrestores", "systemRestore"},
 	{"supportbundles", "supportBundle"}, {"sharemanagers", "shareManager"},

@@ -105,12 +105,15 @@ func resourceSchemas() []schemaDef {
 				"labels": {Type: "map[string]", Nullable: true, Create: true}}},
 		{id: "orphan", coll: "orphans", model: Orphan{}, resMethods: getDelete, collMethods: get},
 		{id: "backupTarget", coll: "backuptargets", model: BackupTarget{}, resMethods: getDelete, collMethods: []string{"GET", "POST", "PUT"},
-			actions: map[string]ActionDef{"backupTargetSync": {Output: "backupTarget"}, "backupTargetUpdate": {Input: "backupTarget", Output: "backupTarget"}}},
+			actions: map[string]ActionDef{"backupTargetSync": {Input: "syncBackupResource", Output: "backupTarget"},
+				"backupTargetUpdate": {Input: "backupTarget", Output: "backupTarget"}},
+			fields: map[string]SchemaField{"name": {Create: true, Required: true, Unique: true}, "backupTargetURL": creatable,
+				"credentialSecret": creatable, "pollInterval": creatable}},
 		{id: "backupVolume", coll: "backupvolumes", model: BackupVolume{}, resMethods: getDelete, collMethods: getPut,
-			actions: map[string]ActionDef{"backupList": {Output: "backupListOutput"}, "backupListByVolume": {Output: "backupListOutput"},
+			actions: map[string]ActionDef{"backupList": {Output: "backupListOutput"}, "backupListByVolume": {Input: "volume", Output: "backupListOutput"},
 				"backupGet": {Input: "backupInput", Output: "backup"}, "backupDelete": {Input: "backupInput", Output: "backupVolume"},
-				"backupVolumeSync": {Output: "backupVolume"}}},
-		{id: "backup", model: Backup{}},
+				"backupVolumeSync": {Input: "syncBackupResource", Output: "backupVolume"}}},
+		{id: "backup", coll: "backups", model: Backup{}, collMethods: get},
 		{id: "backingImage", coll: "backingimages", model: BackingImage{}, resMethods: getDelete, collMethods: getPost,
 			actions: map[string]ActionDef{"backingImageCleanup": {Input: "backingImageCleanupInput", Output: "backingImage"}, "upload": {},
 				"backupBackingImageCreate": {Output: "backingImage"}, "updateMinNumberOfCopies": {Output: "backingImage"}},
@@ -190,7 +193,7 @@ func embeddedSchemas() []schemaDef {
 		{id: "empty", model: Resource{}}, {id: "kubernetesEvent", model: corev1.Event{}},
 		{id: "diskUpdate", model: longhorn.DiskSpec{}},
 		{id: "diskUpdateInput", model: DiskUpdateInput{}, fields: map[string]SchemaField{"disks": {Type: "map[diskUpdate]"}}},
-		{id: "backupInput", model: BackupInput{}},
+		{id: "backupInput", model: BackupInput{}}, {id: "syncBackupResource", model: SyncBackupResource{}},
 	}
 }
 

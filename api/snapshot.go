@@ -27,7 +27,6 @@ func init() {
 	volumeActionTable[ActionSnapshotDelete] = volumeAction{(*Server).snapshotDelete, in("snapshotInput"), SnapshotInput{}}
 	volumeActionTable[ActionSnapshotRevert] = volumeAction{(*Server).snapshotRevert, in("snapshotInput"), SnapshotInput{}}
 	volumeActionTable[ActionSnapshotPurge] = volumeAction{(*Server).snapshotPurge, ActionDef{Output: "volume"}, nil}
-	volumeActionTable["snapshotBackup"] = volumeAction{nil, in("snapshotInput"), nil}
 }
 
 // SnapshotOps runs the snapshot operations of an attached volume. The
@@ -158,10 +157,12 @@ func snapshotResource(s *engineapi.Snapshot) Snapshot {
 		Created: s.Created, Size: strconv.FormatInt(s.Size, 10), Labels: labels}
 }
 
-// SnapshotInput is the body of snapshotCreate/Get/Delete/Revert.
+// SnapshotInput is the body of snapshotCreate/Get/Delete/Revert and
+// snapshotBackup (which alone reads backupMode: "", full, incremental).
 type SnapshotInput struct {
-	Name   string            `json:"name"`
-	Labels map[string]string `json:"labels"`
+	Name       string            `json:"name"`
+	Labels     map[string]string `json:"labels"`
+	BackupMode string            `json:"backupMode"`
 }
 
 // snapshots returns the configured SnapshotOps or a 503.

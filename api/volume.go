@@ -26,7 +26,7 @@ func (s *Server) volumeResource(ctx context.Context, u urls, v *longhorn.Volume)
 	if o.replicas, err = s.ds.ListReplicasByVolumeRO(ctx, v.Name); err != nil {
 		return Volume{}, err
 	}
-	sel := labels.SelectorFromSet(labels.Set{types.LonghornLabelBackupVolume: v.Name})
+	sel := labels.SelectorFromSet(labels.Set{labelBackupVolume: v.Name})
 	if o.backups, err = s.ds.ListBackupsRO(ctx, sel); err != nil {
 		return Volume{}, err
 	}
@@ -212,8 +212,6 @@ func refuseMissingFeatures(in VolumeInput) error {
 		field string
 		what  string
 	}{
-		{in.FromBackup != "", "fromBackup", "restoring a volume from a backup"},
-		{in.Standby, "standby", "standby (disaster recovery) volumes"},
 		{in.DataSource != "", "dataSource", "cloning a volume from a volume or snapshot (dataSource)"},
 		{in.BackingImage != "", "backingImage", "backing images"},
 		{in.Encrypted, "encrypted", "encrypted volumes"},
@@ -224,7 +222,6 @@ func refuseMissingFeatures(in VolumeInput) error {
 		{in.SnapshotDataIntegrity == longhorn.SnapshotDataIntegrityEnabled || in.SnapshotDataIntegrity == longhorn.SnapshotDataIntegrityFastCheck,
 			"snapshotDataIntegrity", "snapshot data integrity checking"},
 		{in.FreezeFilesystemForSnapshot == longhorn.FreezeFilesystemForSnapshotEnabled, "freezeFilesystemForSnapshot", "freezing the filesystem for snapshots"},
-		{in.BackupTargetName != "" && in.BackupTargetName != "default", "backupTargetName", backupsMissing},
 	}
 	for _, r := range refusals {
 		if r.set {
@@ -242,7 +239,7 @@ func (s *Server) applyVolumeDefaults(ctx context.Context, v *longhorn.Volume) er
 	if sp.DataEngine == "" {
 		sp.DataEngine = longhorn.DataEngineTypeV1
 	}
-	if sp.Frontend == "" {
+	if sp.Frontend == "" && !sp.Standby { // a standby volume has no frontend until activated (as the webhook)
 		sp.Frontend = longhorn.VolumeFrontendBlockDev
 	}
 	if sp.AccessMode == "" {
@@ -292,6 +289,11 @@ func (s *Server) createVolume(ctx context.Context, r *http.Request, u urls) (int
 	v, err := s.volumeFromInput(ctx, in)
 	if err != nil {
 		return 0, nil, err
+	}
+	if t := in.BackupTargetName; t != "" {
+		if _, err := s.ds.GetBackupTargetRO(ctx, t); apierrors.IsNotFound(err) {
+			return 0, nil, invalidInput("backupTargetName", "backup target %q does not exist", t)
+		}
 	}
 	if v, err = s.ds.CreateVolume(ctx, v); err != nil {
 		return 0, nil, err

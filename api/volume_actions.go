@@ -93,14 +93,11 @@ func (s *Server) volumeAction(ctx context.Context, r *http.Request, u urls) (int
 // product does not have yet, with what is missing; they answer 501 and are
 // never advertised.
 var unsupportedVolumeActions = map[string]string{
-	"engineUpgrade":                 "live engine upgrade (one engine image is deployed)",
-	"offlineReplicaRebuilding":      "offline replica rebuilding",
-	"trimFilesystem":                "trimming the volume's filesystem",
-	"snapshotBackup":                backupsMissing,
-	"updateBackupTargetName":        backupsMissing,
-	"updateBackupCompressionMethod": backupsMissing,
-	"updateUblkQueueDepth":          "the ublk frontend (v2 data engine)",
-	"updateUblkNumberOfQueue":       "the ublk frontend (v2 data engine)",
+	"engineUpgrade":            "live engine upgrade (one engine image is deployed)",
+	"offlineReplicaRebuilding": "offline replica rebuilding",
+	"trimFilesystem":           "trimming the volume's filesystem",
+	"updateUblkQueueDepth":     "the ublk frontend (v2 data engine)",
+	"updateUblkNumberOfQueue":  "the ublk frontend (v2 data engine)",
 }
 
 // Actions advertised by state (Longhorn api/model.go toVolumeResource): the
@@ -110,13 +107,13 @@ var volumeUpdateActions = []string{
 	"updateUnmapMarkSnapChainRemoved", "updateSnapshotDataIntegrity", "updateSnapshotMaxCount", "updateSnapshotMaxSize",
 	"updateReplicaRebuildingBandwidthLimit", "updateRebuildConcurrentSyncLimit", "updateBackupCompressionMethod",
 	"updateReplicaSoftAntiAffinity", "updateReplicaZoneSoftAntiAffinity", "updateReplicaDiskSoftAntiAffinity",
-	"updateFreezeFilesystemForSnapshot", "updateOfflineReplicaRebuilding",
+	"updateFreezeFilesystemForSnapshot", "updateOfflineReplicaRebuilding", "updateBackupTargetName",
 }
 
 var (
 	snapshotCRReads    = []string{"snapshotCRGet", "snapshotCRList"}
 	snapshotCRWrites   = []string{"snapshotCRCreate", "snapshotCRDelete"}
-	engineSnapActions  = []string{ActionSnapshotPurge, ActionSnapshotCreate, ActionSnapshotList, ActionSnapshotGet, ActionSnapshotDelete, ActionSnapshotRevert}
+	engineSnapActions  = []string{ActionSnapshotPurge, ActionSnapshotCreate, ActionSnapshotList, ActionSnapshotGet, ActionSnapshotDelete, ActionSnapshotRevert, "snapshotBackup"}
 	recurringActions   = []string{"recurringJobAdd", "recurringJobList", "recurringJobDelete"}
 	kubernetesActions  = []string{"pvCreate", "pvcCreate"}
 	replicaRemoveNames = []string{"replicaRemove"}

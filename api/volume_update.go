@@ -71,8 +71,6 @@ func init() {
 	enum("updateOfflineReplicaRebuilding", "UpdateOfflineRebuildingInput", "offlineRebuilding",
 		[]string{"ignored", "disabled", "enabled"}, map[string]string{"enabled": "offline replica rebuilding"},
 		func(s *longhorn.VolumeSpec, v string) { s.OfflineRebuilding = longhorn.VolumeOfflineRebuilding(v) })
-	enum("updateBackupTargetName", "UpdateBackupTargetInput", "backupTargetName", nil, nil,
-		func(s *longhorn.VolumeSpec, v string) { s.BackupTargetName = v })
 	num("updateSnapshotMaxCount", "UpdateSnapshotMaxCountInput", "snapshotMaxCount", 0, 250,
 		func(s *longhorn.VolumeSpec, n int64) { s.SnapshotMaxCount = int(n) }, "")
 	num("updateRebuildConcurrentSyncLimit", "UpdateRebuildConcurrentSyncLimitInput", "rebuildConcurrentSyncLimit", 0, 5,

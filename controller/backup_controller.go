@@ -65,6 +65,9 @@ func (c *BackupController) syncBackup(ctx context.Context, key string) (Result, 
 	if !c.responsible(ctx, "", bRO.Status.OwnerID) {
 		return Done, nil
 	}
+	if c.skipReconcile(bRO, "Backup") {
+		return Done, nil
+	}
 	if bRO.DeletionTimestamp != nil {
 		return c.deleteBackup(ctx, bRO)
 	}

@@ -85,6 +85,9 @@ func (c *BackupTargetController) syncBackupTarget(ctx context.Context, key strin
 	if !c.responsible(ctx, "", btRO.Status.OwnerID) {
 		return Done, nil
 	}
+	if c.skipReconcile(btRO, "BackupTarget") {
+		return Done, nil
+	}
 	bt := btRO.DeepCopy()
 	bt.Status.OwnerID = c.opts.NodeName
 	volumes, checkErr := c.check(ctx, bt)
@@ -216,7 +219,7 @@ func (c *BackupTargetController) syncBackupVolumes(ctx context.Context, target s
 
 // annotationForget marks a BackupVolume (or Backup) whose deletion must not
 // remove anything in the store (it is gone there already).
-const annotationForget = types.LonghornLabelKeyPrefix + "/backupstore-gone"
+const annotationForget = types.AnnotationBackupstoreGone
 
 func (c *BackupTargetController) forgetBackupVolume(ctx context.Context, name string) error {
 	bv, err := c.ds.GetBackupVolume(ctx, name)

@@ -66,6 +66,9 @@ func (c *BackupVolumeController) syncBackupVolume(ctx context.Context, key strin
 	if !c.responsible(ctx, "", bvRO.Status.OwnerID) {
 		return Done, nil
 	}
+	if c.skipReconcile(bvRO, "BackupVolume") {
+		return Done, nil
+	}
 	if bvRO.DeletionTimestamp != nil {
 		return c.deleteBackupVolume(ctx, bvRO)
 	}

@@ -28,6 +28,7 @@ type EngineController struct {
 	mu       sync.Mutex
 	rebuilds map[string]map[string]*rebuildRecord // engine -> replica -> record
 	cleanups map[string]bool                      // engines with system snapshots to clean up
+	restores map[string]restoreStart              // engine -> the restore it last started
 	// paths is how each engine was last reached: true through the
 	// instance manager's proxy, false directly (an instance manager older
 	// than the proxy).
@@ -35,7 +36,7 @@ type EngineController struct {
 }
 
 func newEngineController(e *env) (runner, error) {
-	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}, cleanups: map[string]bool{}, paths: map[string]bool{}}
+	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}, cleanups: map[string]bool{}, restores: map[string]restoreStart{}, paths: map[string]bool{}}
 	c.w = NewWorker("longhorn-engine", c.syncEngine)
 	c.monitors = newEngineMonitors(e.api, c.w.Enqueue)
 	if err := addHandler(e.ds.EngineInformer(), onChange(c.w.EnqueueObject)); err != nil {
@@ -94,6 +95,9 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 		c.forget(name)
 		return Done, nil
 	}
+	if c.skipReconcile(eRO, "Engine") {
+		return Done, nil
+	}
 	e := eRO.DeepCopy()
 	e.Status.OwnerID = c.opts.NodeName
 	if e.DeletionTimestamp != nil {
@@ -108,7 +112,8 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	}
 	res := Done
 	if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
-		c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e)})
+		c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e),
+			Restore: e.Spec.RequestedBackupRestore != ""})
 		obs := c.monitors.latest(e.Name)
 		applyObservation(e, obs)
 		if err := c.reconcileReplicas(ctx, e, obs); err != nil {
@@ -116,6 +121,12 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 		}
 		if err := c.reconcileExpansion(ctx, e, obs); err != nil {
 			return Done, err
+		}
+		if r, err := c.reconcileRestore(ctx, e, obs); err != nil || r != Done {
+			res = r
+			if err != nil {
+				return Done, err
+			}
 		}
 	} else {
 		c.forget(e.Name)
@@ -143,6 +154,7 @@ func (c *EngineController) forget(name string) {
 	c.mu.Lock()
 	delete(c.rebuilds, name)
 	delete(c.cleanups, name)
+	delete(c.restores, name)
 	delete(c.paths, name)
 	c.mu.Unlock()
 }
@@ -283,6 +295,7 @@ func applyObservation(e *longhorn.Engine, obs *engineObservation) {
 func clearObservation(e *longhorn.Engine) {
 	e.Status.ReplicaModeMap, e.Status.CurrentReplicaAddressMap = nil, nil
 	e.Status.Endpoint, e.Status.RebuildStatus, e.Status.IsExpanding = "", nil, false
+	e.Status.RestoreStatus = nil
 }
 
 func emptyToNil[V any](m map[string]V) map[string]V {

@@ -76,6 +76,9 @@ func (c *EngineImageController) syncEngineImage(ctx context.Context, key string)
 	if !c.responsible(ctx, "", eiRO.Status.OwnerID) {
 		return Done, nil
 	}
+	if c.skipReconcile(eiRO, "EngineImage") {
+		return Done, nil
+	}
 	obs, err := c.observeEngineImage(ctx, eiRO)
 	if err != nil {
 		return Done, err

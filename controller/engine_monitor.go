@@ -19,8 +19,12 @@ type engineObservation struct {
 	Replicas  []engineapi.Replica
 	Rebuild   map[string]*engineapi.RebuildStatus
 	Snapshots map[string]*engineapi.Snapshot
-	Err       string
-	At        time.Time
+	// Restore is every replica's restore by address, polled only for an
+	// engine asked to restore a backup; RestoreErr why it could not be read.
+	Restore    map[string]*engineapi.RestoreStatus
+	RestoreErr string
+	Err        string
+	At         time.Time
 }
 
 // sameAs compares two observations ignoring the time.
@@ -34,11 +38,13 @@ func (o *engineObservation) sameAs(p *engineObservation) bool {
 }
 
 // engineTarget is what one engine monitor polls: the engine ref through the
-// instance manager at IM; Key is the engine's queue key.
+// instance manager at IM; Key is the engine's queue key. Restore also polls
+// the replicas' restore status (spec.requestedBackupRestore is set).
 type engineTarget struct {
-	Key string
-	IM  engineapi.IMAddress
-	Ref engineapi.EngineRef
+	Key     string
+	IM      engineapi.IMAddress
+	Ref     engineapi.EngineRef
+	Restore bool
 }
 
 // engineMonitors poll running engines: each loop records its latest
@@ -92,6 +98,15 @@ func observeEngine(ctx context.Context, api instanceAPI, t engineTarget) *engine
 	}
 	if err != nil {
 		obs.Err = err.Error()
+		return obs
+	}
+	if t.Restore {
+		bc, ok := c.(engineapi.BackupClient)
+		if !ok {
+			obs.RestoreErr = "the engine client cannot restore backups"
+		} else if obs.Restore, err = bc.BackupRestoreStatus(ctx); err != nil {
+			obs.RestoreErr = err.Error()
+		}
 	}
 	return obs
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
@@ -40,6 +41,9 @@ type imPodParams struct {
 	System systemManaged
 	// NoProxy adds --no-proxy (Options.InstanceManagerNoProxy).
 	NoProxy bool
+	// CPURequest is the container's CPU request in millicpu (0: none); see
+	// imCPURequest.
+	CPURequest int64
 }
 
 // imPod renders the instance-manager pod of im: privileged, pod network
@@ -102,6 +106,10 @@ func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 			},
 		},
 	}
+	if p.CPURequest > 0 {
+		pod.Spec.Containers[0].Resources.Requests = corev1.ResourceList{
+			corev1.ResourceCPU: *resource.NewMilliQuantity(p.CPURequest, resource.DecimalSI)}
+	}
 	if p.NoProxy {
 		c := &pod.Spec.Containers[0]
 		c.Args = append(c.Args, "--no-proxy")
@@ -156,5 +164,19 @@ func podNeedsRecreate(pod *corev1.Pod, want *corev1.Pod) bool {
 	if len(pod.Spec.Containers) == 0 || pod.Spec.Containers[0].Image != want.Spec.Containers[0].Image {
 		return true
 	}
+	if !pod.Spec.Containers[0].Resources.Requests.Cpu().Equal(*want.Spec.Containers[0].Resources.Requests.Cpu()) {
+		return true
+	}
 	return pod.Annotations[systemManagedAnnotation] != want.Annotations[systemManagedAnnotation]
+}
+
+// imCPURequest decides an instance-manager pod's CPU request in millicpu,
+// as Longhorn does: the node's spec.instanceManagerCPURequest when set, else
+// guaranteed-instance-manager-cpu percent of the Kubernetes node's
+// allocatable CPU (0: no request) (pure).
+func imCPURequest(nodeRequest int, guaranteedPercent float64, allocatableMilli int64) int64 {
+	if nodeRequest > 0 {
+		return int64(nodeRequest)
+	}
+	return int64(guaranteedPercent * float64(allocatableMilli) / 100)
 }

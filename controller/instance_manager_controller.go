@@ -136,6 +136,9 @@ func (c *InstanceManagerController) syncInstanceManager(ctx context.Context, key
 		c.monitors.stop(name)
 		return Done, nil
 	}
+	if c.skipReconcile(imRO, "InstanceManager") {
+		return Done, nil
+	}
 	im := imRO.DeepCopy()
 	im.Status.OwnerID = c.opts.NodeName
 	// A node whose manager alone is gone (its lease released or expired)
@@ -187,6 +190,9 @@ func (c *InstanceManagerController) reconcilePod(ctx context.Context, im *longho
 	if err != nil {
 		return false, err
 	}
+	if params.CPURequest, err = c.podCPURequest(ctx, im.Spec.NodeID); err != nil {
+		return false, err
+	}
 	want := imPod(im, params)
 	pods := c.kube.CoreV1().Pods(c.opts.Namespace)
 	switch {
@@ -227,6 +233,34 @@ func (c *InstanceManagerController) podParams(ctx context.Context) (imPodParams,
 	}
 	return imPodParams{Namespace: c.opts.Namespace, ServiceAccount: c.opts.ServiceAccount, StorageNetwork: nad, DataPath: path, System: sys,
 		NoProxy: c.opts.InstanceManagerNoProxy}, nil
+}
+
+// podCPURequest reads the inputs of imCPURequest for node: its Longhorn
+// node's spec.instanceManagerCPURequest, the v1 value of
+// guaranteed-instance-manager-cpu and the Kubernetes node's allocatable CPU
+// (0 while the node is not known).
+func (c *InstanceManagerController) podCPURequest(ctx context.Context, node string) (int64, error) {
+	nodeRequest := 0
+	if n, err := c.ds.GetNodeRO(ctx, node); err == nil {
+		nodeRequest = n.Spec.InstanceManagerCPURequest
+	}
+	raw, err := c.ds.GetSettingValue(ctx, types.SettingNameGuaranteedInstanceManagerCPU)
+	if err != nil {
+		return 0, err
+	}
+	v, err := types.SettingValueForDataEngine(types.SettingNameGuaranteedInstanceManagerCPU, raw, longhorn.DataEngineTypeV1)
+	if err != nil {
+		return 0, err
+	}
+	pct, err := types.ParseSettingFloat(types.SettingNameGuaranteedInstanceManagerCPU, v)
+	if err != nil {
+		return 0, err
+	}
+	var allocatable int64
+	if kn, err := c.kubeNodes.Get(node); err == nil {
+		allocatable = kn.Status.Allocatable.Cpu().MilliValue()
+	}
+	return imCPURequest(nodeRequest, pct, allocatable), nil
 }
 
 // syncInstances pings the instance manager (and its proxy), so that a dead

@@ -63,6 +63,10 @@ type env struct {
 
 	kubeFactory informers.SharedInformerFactory
 	nsFactory   informers.SharedInformerFactory
+
+	// skipped records, by kind/name, the resourceVersion last reported as
+	// skipped (one SkipReconcile event per version).
+	skipped sync.Map
 }
 
 func (e *env) now() time.Time { return e.opts.Now() }

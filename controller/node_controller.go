@@ -109,6 +109,9 @@ func (c *NodeController) syncNode(ctx context.Context, key string) (Result, erro
 	if err != nil {
 		return Done, err
 	}
+	if own && c.skipReconcile(nodeRO, "Node") {
+		return Done, nil
+	}
 	kn, lease := c.kubeNode(name), c.lease(name)
 	next := nodeRO.DeepCopy()
 	c.reconcileConditions(ctx, next, kn, lease)

@@ -68,6 +68,9 @@ func (c *ReplicaController) syncReplica(ctx context.Context, key string) (Result
 	if !c.responsible(ctx, rRO.Spec.NodeID, rRO.Status.OwnerID) {
 		return Done, nil
 	}
+	if c.skipReconcile(rRO, "Replica") {
+		return Done, nil
+	}
 	r := rRO.DeepCopy()
 	r.Status.OwnerID = c.opts.NodeName
 	if r.DeletionTimestamp != nil {

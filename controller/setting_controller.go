@@ -220,6 +220,9 @@ func (c *SettingController) applyOne(ctx context.Context, name types.SettingName
 	if err != nil || !fromCM || cur.Value == want {
 		return err
 	}
+	if skipReconcileRequested(cur) && !pinned {
+		return nil // left alone for a repair by hand
+	}
 	if !pinned && cur.Annotations[configMapRVAnnotation] == rv {
 		return nil // already applied from this ConfigMap version; later edits stay
 	}

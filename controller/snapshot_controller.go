@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"slices"
 	"strconv"
@@ -140,6 +141,33 @@ func (c *SnapshotController) dropSnapshotObject(ctx context.Context, o *longhorn
 	return ignoreNotFound(c.ds.DeleteSnapshot(ctx, o.Name))
 }
 
+// errSkipped is snapshotEngine's answer for a snapshot labelled
+// longhorn.io/skip-reconcile: the sync stops without an error.
+var errSkipped = errors.New("skip-reconcile")
+
+func ignoreSkipped(err error) error {
+	if errors.Is(err, errSkipped) {
+		return nil
+	}
+	return err
+}
+
+// snapshotEngine returns the engine of the snapshot's volume (nil: none), or
+// errSkipped when the snapshot carries the skip-reconcile label (the
+// manager owning the engine records the event).
+func (c *SnapshotController) snapshotEngine(ctx context.Context, s *longhorn.Snapshot) (*longhorn.Engine, error) {
+	eRO, err := c.engineOfVolume(ctx, s.Spec.Volume)
+	switch {
+	case err != nil:
+		return nil, err
+	case eRO != nil && eRO.Status.OwnerID == c.opts.NodeName && c.skipReconcile(s, "Snapshot"):
+		return nil, errSkipped
+	case skipReconcileRequested(s):
+		return nil, errSkipped
+	}
+	return eRO, nil
+}
+
 func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Result, error) {
 	sRO, err := c.ds.GetSnapshotRO(ctx, splitKey(key))
 	if apierrors.IsNotFound(err) {
@@ -148,9 +176,9 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Resu
 	if err != nil {
 		return Done, err
 	}
-	eRO, err := c.engineOfVolume(ctx, sRO.Spec.Volume)
+	eRO, err := c.snapshotEngine(ctx, sRO)
 	if err != nil {
-		return Done, err
+		return Done, ignoreSkipped(err)
 	}
 	running := eRO != nil && eRO.Status.CurrentState == longhorn.InstanceStateRunning
 	if !running || eRO.Status.OwnerID != c.opts.NodeName {

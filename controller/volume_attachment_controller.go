@@ -99,6 +99,10 @@ func (c *VolumeAttachmentController) syncVolumeAttachment(ctx context.Context, k
 	if volRO.Status.OwnerID != c.opts.NodeName || volRO.DeletionTimestamp != nil {
 		return Done, nil
 	}
+	// A volume left alone is not attached or detached for its tickets either.
+	if c.skipReconcile(vaRO, "VolumeAttachment") || skipReconcileRequested(volRO) {
+		return Done, nil
+	}
 	node, by := decideAttachNode(volRO, vaRO.Spec.AttachmentTickets)
 	if node != volRO.Spec.NodeID {
 		v := volRO.DeepCopy()

@@ -66,6 +66,10 @@ func newVolumeController(e *env) (runner, error) {
 	if err := addHandler(e.ds.SettingInformer(), onChange(all)); err != nil {
 		return nil, err
 	}
+	// A backup volume's new last backup is restored by its standby volumes.
+	if err := addHandler(e.ds.BackupVolumeInformer(), onChange(func(any) { c.enqueueStandby() })); err != nil {
+		return nil, err
+	}
 	return c, nil
 }
 
@@ -76,6 +80,19 @@ func (c *VolumeController) enqueueAll() {
 	}
 	for _, v := range vols {
 		c.w.Enqueue(c.key(v.Name))
+	}
+}
+
+// enqueueStandby looks at every standby (DR) volume again.
+func (c *VolumeController) enqueueStandby() {
+	vols, err := c.ds.ListVolumesRO(context.Background(), nil)
+	if err != nil {
+		return
+	}
+	for _, v := range vols {
+		if v.Status.IsStandby {
+			c.w.Enqueue(c.key(v.Name))
+		}
 	}
 }
 
@@ -93,6 +110,9 @@ func (c *VolumeController) syncVolume(ctx context.Context, key string) (Result, 
 	}
 	if !c.responsible(ctx, vRO.Spec.NodeID, vRO.Status.OwnerID) {
 		LoggerFrom(ctx).WithField("owner", vRO.Status.OwnerID).Debug("Not responsible for volume")
+		return Done, nil
+	}
+	if c.skipReconcile(vRO, "Volume") {
 		return Done, nil
 	}
 	if vRO.Status.OwnerID != c.opts.NodeName {
@@ -132,9 +152,11 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 	}{
 		{"ensure engine", c.ensureEngine},
 		{"ensure attachment", c.ensureVolumeAttachment},
+		{"restore", c.reconcileRestore},
 		{"replica health", c.reconcileReplicaHealth},
 		{"sizes", c.reconcileSizes},
 		{"robustness", c.reconcileRobustness},
+		{"eviction", c.reconcileEviction},
 		{"replenish", c.reconcileReplenish},
 		{"schedule", c.reconcileScheduling},
 		{"cleanup", c.reconcileCleanup},

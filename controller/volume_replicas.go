@@ -68,6 +68,9 @@ func adopting(v *longhorn.Volume) bool {
 // replicaCounts summarises the working replicas.
 type replicaCounts struct {
 	active, usable, healthyRW, rebuilding int
+	// evicting and evictingRW count the usable and the healthy RW replicas
+	// whose spec.evictionRequested is set.
+	evicting, evictingRW int
 	// withData counts the usable replicas that held the volume's data once
 	// (healthyAt set): replacements made after a failure do not.
 	withData    int
@@ -89,12 +92,18 @@ func (s *volumeSnapshot) counts() replicaCounts {
 			continue
 		}
 		n.usable++
+		if r.Spec.EvictionRequested {
+			n.evicting++
+		}
 		if r.Spec.HealthyAt != "" {
 			n.withData++
 		}
 		switch {
 		case modes[r.Name] == longhorn.ReplicaModeRW && running(r):
 			n.healthyRW++
+			if r.Spec.EvictionRequested {
+				n.evictingRW++
+			}
 		case modes[r.Name] == longhorn.ReplicaModeWO || s.fresh[r.Name] || r.Spec.HealthyAt == "":
 			n.rebuilding++
 		}
@@ -119,7 +128,7 @@ func (c *VolumeController) reconcileReplenish(_ context.Context, s *volumeSnapsh
 		return nil
 	}
 	attached := s.vol.Status.State == longhorn.VolumeStateAttached && s.engRO.Status.CurrentState == longhorn.InstanceStateRunning
-	if !attached || n.usable >= want || n.rebuilding > 0 || n.healthyRW == 0 {
+	if !attached || n.usable-n.evicting >= want || n.rebuilding > 0 || n.healthyRW == 0 {
 		return nil
 	}
 	reps := s.schedReplicas()
@@ -144,6 +153,10 @@ func (c *VolumeController) reconcileReplenish(_ context.Context, s *volumeSnapsh
 		return nil
 	}
 	r := s.newReplica(c.opts.Namespace, "")
+	if n.usable >= want {
+		c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "Evicting", "Creating replica %s to replace %d evicting replicas", r.Name, n.evicting)
+		return nil
+	}
 	c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "Replenishing", "Creating replica %s to replace failed replicas", r.Name)
 	return nil
 }
@@ -164,7 +177,7 @@ func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot
 	// placement caught up), even while every placed one has failed.
 	usable := 0
 	for _, r := range s.sortedReplicas() {
-		if !failed(r) && scheduled(r) && !deleting(r) {
+		if !failed(r) && scheduled(r) && !deleting(r) && !r.Spec.EvictionRequested {
 			usable++
 		}
 	}
@@ -182,7 +195,9 @@ func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot
 			usable++
 		}
 	}
-	s.removeExtraReplicas(healthy)
+	if !c.evictReplicas(s) {
+		s.removeExtraReplicas(healthy)
+	}
 	return nil
 }
 

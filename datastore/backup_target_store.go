@@ -43,3 +43,8 @@ func (ds *DataStore) GetBackupTarget(_ context.Context, name string) (*longhorn.
 func (ds *DataStore) UpdateBackupTargetStatus(ctx context.Context, obj *longhorn.BackupTarget) (*longhorn.BackupTarget, error) {
 	return ds.backupTargets.updateStatus(ctx, obj)
 }
+
+// DeleteBackupTarget deletes the BackupTarget name.
+func (ds *DataStore) DeleteBackupTarget(ctx context.Context, name string) error {
+	return ds.backupTargets.delete(ctx, name)
+}

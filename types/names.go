@@ -93,6 +93,14 @@ const (
 	LonghornLabelBackupVolume         = "backup-volume"
 	LonghornLabelBackupTarget         = "backup-target"
 	LonghornLabelSnapshotForVolume    = LonghornLabelKeyPrefix + "/snapshot-for-volume"
+	// LonghornLabelSkipReconcile "true" on a Longhorn object makes every
+	// controller leave it alone (for repairs by hand), as Rook's
+	// skip-reconcile label does.
+	LonghornLabelSkipReconcile = LonghornLabelKeyPrefix + "/skip-reconcile"
+	// AnnotationBackupstoreGone marks a BackupVolume or Backup whose
+	// deletion must leave the backupstore alone (gone there already, or
+	// its backup target is being removed).
+	AnnotationBackupstoreGone = LonghornLabelKeyPrefix + "/backupstore-gone"
 
 	// Recurring job opt-in labels on volumes: <prefix><job or group>: enabled.
 	RecurringJobLabelPrefix       = "recurring-job.longhorn.io/"

@@ -19,8 +19,7 @@ import (
 // every field of the spec types and checks the list against the code.
 type FieldSupport struct {
 	// Reader is the code that acts on the field. A not-supported field may
-	// name code that reads it for a lesser purpose (the scheduler skips a
-	// node with evictionRequested, but nothing moves its replicas).
+	// name code that reads it for a lesser purpose.
 	Reader string
 	// NotSupported: nothing acts on the field yet.
 	NotSupported bool
@@ -54,6 +53,7 @@ const (
 	instanceAction = "controller/instance_handler.go:instanceAction"
 	diskStatuses   = "controller/node_disks.go:decideDiskStatuses"
 	replenish      = "controller/volume_replicas.go:reconcileReplenish"
+	evictionFor    = "controller/volume_evict.go:evictionRequestedFor"
 )
 
 // VolumeSpecSupport covers every field of VolumeSpec.
@@ -63,7 +63,7 @@ var VolumeSpecSupport = map[string]FieldSupport{
 	"ublkQueueDepth":                  notYet("ublk frontends (v2 data engine)"),
 	"ublkNumberOfQueue":               notYet("ublk frontends (v2 data engine)"),
 	"nvmeTcpNrIoQueues":               notYet("NVMe/TCP frontends (v2 data engine)"),
-	"fromBackup":                      pending("backup3"),
+	"fromBackup":                      acts("controller/volume_restore.go:reconcileRestore"),
 	"restoreVolumeRecurringJob":       notYet("restoring recurring jobs from a backup", `"ignored"`, `"disabled"`),
 	"dataSource":                      pending("csi3"),
 	"cloneMode":                       pending("csi3"),
@@ -74,7 +74,7 @@ var VolumeSpecSupport = map[string]FieldSupport{
 	"migrationNodeID":                 notYet("live migration"),
 	"image":                           acts(ensureEngine),
 	"backingImage":                    notYet("backing images"),
-	"Standby":                         pending("backup3"),
+	"Standby":                         acts("controller/volume_restore.go:followRestore"),
 	"diskSelector":                    acts(schedVolume),
 	"nodeSelector":                    acts(schedVolume),
 	"topologyRequirement":             acts(schedVolume),
@@ -107,25 +107,23 @@ var VolumeSpecSupport = map[string]FieldSupport{
 
 // NodeSpecSupport covers every field of NodeSpec.
 var NodeSpecSupport = map[string]FieldSupport{
-	"name":            acts("controller/node_controller.go:createOwnNode"),
-	"disks":           acts("controller/node_controller.go:reconcileDisks"),
-	"allowScheduling": acts(schedNodes),
-	"evictionRequested": {Reader: schedNodes, NotSupported: true,
-		What: "node eviction (new replicas avoid the node, existing ones are not moved)"},
+	"name":                      acts("controller/node_controller.go:createOwnNode"),
+	"disks":                     acts("controller/node_controller.go:reconcileDisks"),
+	"allowScheduling":           acts(schedNodes),
+	"evictionRequested":         acts(evictionFor),
 	"tags":                      acts(schedNodes),
-	"instanceManagerCPURequest": notYet("a per-node instance manager CPU request"),
+	"instanceManagerCPURequest": acts("controller/instance_manager_controller.go:podCPURequest"),
 }
 
 // DiskSpecSupport covers every field of DiskSpec (node spec.disks[*]).
 var DiskSpecSupport = map[string]FieldSupport{
-	"diskType":        notYet("block disks (v2 data engine)", `"filesystem"`),
-	"path":            acts(diskStatuses),
-	"diskDriver":      notYet("disk drivers (v2 data engine)"),
-	"allowScheduling": acts(schedNodes),
-	"evictionRequested": {Reader: schedNodes, NotSupported: true,
-		What: "disk eviction (new replicas avoid the disk, existing ones are not moved)"},
-	"storageReserved": acts(schedNodes),
-	"tags":            acts(schedNodes),
+	"diskType":          notYet("block disks (v2 data engine)", `"filesystem"`),
+	"path":              acts(diskStatuses),
+	"diskDriver":        notYet("disk drivers (v2 data engine)"),
+	"allowScheduling":   acts(schedNodes),
+	"evictionRequested": acts(evictionFor),
+	"storageReserved":   acts(schedNodes),
+	"tags":              acts(schedNodes),
 }
 
 // InstanceSpecSupport covers the fields engines and replicas share.
@@ -147,8 +145,8 @@ var EngineSpecSupport = map[string]FieldSupport{
 	"ublkNumberOfQueue":                notYet("ublk frontends (v2 data engine)"),
 	"replicaAddressMap":                acts(engineProcess),
 	"upgradedReplicaAddressMap":        notYet("live engine upgrades"),
-	"backupVolume":                     pending("backup3"),
-	"requestedBackupRestore":           pending("backup3"),
+	"backupVolume":                     acts("controller/engine_restore.go:restoreSource"),
+	"requestedBackupRestore":           acts("controller/engine_restore.go:reconcileRestore"),
 	"requestedDataSource":              pending("csi3"),
 	"disableFrontend":                  acts("controller/engine_controller.go:engineFrontend"),
 	"revisionCounterDisabled":          acts(engineProcess),
@@ -176,7 +174,7 @@ var ReplicaSpecSupport = map[string]FieldSupport{
 	"revisionCounterDisabled":          acts(replicaProcess),
 	"unmapMarkDiskChainRemovedEnabled": notYet("unmap marking the disk chain removed"),
 	"rebuildRetryCount":                acts(replenish),
-	"evictionRequested":                {Reader: schedReplicaFn, NotSupported: true, What: "replica eviction"},
+	"evictionRequested":                acts("controller/volume_evict.go:reconcileEviction"),
 	"snapshotMaxCount":                 notYet("per-replica snapshot limits (the engine enforces the volume's)"),
 	"snapshotMaxSize":                  notYet("per-replica snapshot limits (the engine enforces the volume's)"),
 	"linkedCloneSrcReplicaName":        pending("csi3"),

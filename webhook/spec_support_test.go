@@ -220,14 +220,19 @@ func TestNotSupportedFieldsRefusedByAdmission(t *testing.T) {
 	}
 	nk := NodeKind()
 	err = nk.Validate(ctx, Request[*longhorn.Node]{Operation: admissionv1.Update, Old: node(false), HasOld: true, Object: node(true), HasNew: true})
-	if err == nil || !strings.Contains(err.Error(), "spec.disks[d].evictionRequested") || !strings.Contains(err.Error(), "not supported yet") {
-		t.Errorf("disk eviction: %v", err)
+	if err != nil {
+		t.Errorf("disk eviction refused: %v", err)
 	}
 	n := node(false)
-	n.Spec.InstanceManagerCPURequest = 250
+	n.Spec.Disks["d"] = longhorn.DiskSpec{Type: longhorn.DiskTypeBlock, Path: "/dev/sdb"}
 	if err := nk.Validate(ctx, Request[*longhorn.Node]{Operation: admissionv1.Create, Object: n, HasNew: true}); err == nil ||
-		!strings.Contains(err.Error(), "spec.instanceManagerCPURequest") {
-		t.Errorf("instanceManagerCPURequest: %v", err)
+		!strings.Contains(err.Error(), "spec.disks[d].diskType") || !strings.Contains(err.Error(), "not supported yet") {
+		t.Errorf("block disk: %v", err)
+	}
+	n = node(false)
+	n.Spec.InstanceManagerCPURequest = 250
+	if err := nk.Validate(ctx, Request[*longhorn.Node]{Operation: admissionv1.Create, Object: n, HasNew: true}); err != nil {
+		t.Errorf("instanceManagerCPURequest refused: %v", err)
 	}
 	r := &longhorn.Replica{ObjectMeta: metav1.ObjectMeta{Name: "r"}, Spec: longhorn.ReplicaSpec{
 		InstanceSpec: longhorn.InstanceSpec{VolumeName: "v", DataEngine: longhorn.DataEngineTypeV1, SalvageRequested: true}}}

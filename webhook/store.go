@@ -97,6 +97,21 @@ func (s dsStore) VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults,
 		BackupCompression: longhorn.BackupCompressionMethod(comp), BackupBlockSize: blockMiB << 20}, nil
 }
 
+func (s dsStore) Restoring(ctx context.Context, volume string) (bool, error) {
+	engines, err := s.ds.ListEnginesByVolumeRO(ctx, volume)
+	if err != nil {
+		return false, fmt.Errorf("list engines of volume %s: %w", volume, err)
+	}
+	for _, e := range engines {
+		for _, st := range e.Status.RestoreStatus {
+			if st != nil && st.IsRestoring {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
+}
+
 func (s dsStore) DataEngineEnabled(engine longhorn.DataEngineType) (bool, error) {
 	name := types.SettingNameV1DataEngine
 	switch engine {

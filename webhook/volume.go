@@ -49,6 +49,9 @@ type VolumeStore interface {
 	VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error)
 	// DataEngineEnabled reports v1-data-engine / v2-data-engine.
 	DataEngineEnabled(engine longhorn.DataEngineType) (bool, error)
+	// Restoring reports whether a replica of the volume is restoring a
+	// backup (an engine's status.restoreStatus says isRestoring).
+	Restoring(ctx context.Context, volume string) (bool, error)
 	ExpansionStore
 }
 
@@ -91,22 +94,47 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 				}
 				return validateVolume(req.Object)
 			}
-			if err := refuseNotSupported(VolumeSpecSupport, "spec.", &req.Old.Spec, &req.Object.Spec); err != nil {
-				return err
-			}
-			if err := validateVolumeUpdate(req.Old, req.Object); err != nil {
-				return err
-			}
-			if req.Object.Spec.Size <= req.Old.Spec.Size || req.Object.DeletionTimestamp != nil {
-				return nil
-			}
-			in, err := store.Expansion(ctx, req.Object)
-			if err != nil {
-				return err
-			}
-			return checkExpansion(in, req.Old.Spec.Size, req.Object.Spec.Size)
+			return admitVolumeUpdate(ctx, store, req.Old, req.Object)
 		},
 	}
+}
+
+// admitVolumeUpdate validates an update: supported fields, the update
+// rules, activation and expansion.
+func admitVolumeUpdate(ctx context.Context, store VolumeStore, old, v *longhorn.Volume) error {
+	if err := refuseNotSupported(VolumeSpecSupport, "spec.", &old.Spec, &v.Spec); err != nil {
+		return err
+	}
+	if err := validateVolumeUpdate(old, v); err != nil {
+		return err
+	}
+	if err := checkActivation(ctx, store, old, v); err != nil {
+		return err
+	}
+	if v.Spec.Size <= old.Spec.Size || v.DeletionTimestamp != nil {
+		return nil
+	}
+	in, err := store.Expansion(ctx, v)
+	if err != nil {
+		return err
+	}
+	return checkExpansion(in, old.Spec.Size, v.Spec.Size)
+}
+
+// checkActivation refuses to activate a standby volume (spec.Standby true
+// to false) while one of its replicas restores a backup.
+func checkActivation(ctx context.Context, store VolumeStore, old, v *longhorn.Volume) error {
+	if !old.Spec.Standby || v.Spec.Standby {
+		return nil
+	}
+	busy, err := store.Restoring(ctx, v.Name)
+	if err != nil {
+		return err
+	}
+	if busy {
+		return Invalid("spec.Standby", "cannot activate standby volume %s while it restores a backup; retry when the restore is done", v.Name)
+	}
+	return nil
 }
 
 // maxSize is the largest size a quantity may give (int64 bytes).

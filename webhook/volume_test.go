@@ -235,6 +235,7 @@ func (stubVolumeStore) VolumeDefaults(longhorn.DataEngineType) (VolumeDefaults, 
 	return VolumeDefaults{ReplicaCount: 3, DataLocality: longhorn.DataLocalityDisabled, EngineImage: "longhorn:dev"}, nil
 }
 func (stubVolumeStore) DataEngineEnabled(longhorn.DataEngineType) (bool, error) { return true, nil }
+func (stubVolumeStore) Restoring(context.Context, string) (bool, error)         { return false, nil }
 func (stubVolumeStore) Expansion(context.Context, *longhorn.Volume) (ExpansionInput, error) {
 	return ExpansionInput{}, nil
 }

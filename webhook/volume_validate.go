@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/longhorn-go/longhorn/engine/backupstore"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
@@ -54,6 +55,7 @@ func validateVolumeSpec(v *longhorn.Volume) error {
 			return oneOf("spec.dataEngine", s.DataEngine, longhorn.DataEngineTypeV1, longhorn.DataEngineTypeV2)
 		},
 		func() error { return validateFrontend(s) },
+		func() error { return validateFromBackup(s) },
 		func() error {
 			return oneOf("spec.accessMode", s.AccessMode, longhorn.AccessModeReadWriteOnce, longhorn.AccessModeReadWriteOncePod, longhorn.AccessModeReadWriteMany)
 		},
@@ -93,6 +95,35 @@ func validateVolumeSpec(v *longhorn.Volume) error {
 	return nil
 }
 
+// validateFromBackup checks spec.fromBackup, Longhorn's backup URL
+// "<target>?backup=<name>&volume=<volume>" with an s3://, nfs:// or vfs://
+// target, and that a standby volume has one.
+func validateFromBackup(s *longhorn.VolumeSpec) error {
+	if s.FromBackup == "" {
+		if s.Standby {
+			return Invalid("spec.Standby", "a standby (disaster recovery) volume needs spec.fromBackup")
+		}
+		return nil
+	}
+	const want = "want <target>?backup=<backup>&volume=<volume>, e.g. s3://bucket@us-east-1/?backup=backup-1&volume=vol1"
+	backup, _, target, err := backupstore.DecodeBackupURL(s.FromBackup)
+	if err != nil {
+		return Invalid("spec.fromBackup", "%v; %s", err, want)
+	}
+	if backup == "" {
+		return Invalid("spec.fromBackup", "%q names no backup; %s", s.FromBackup, want)
+	}
+	kind, err := backupstore.TargetKind(target)
+	if err != nil {
+		return Invalid("spec.fromBackup", "%v; %s", err, want)
+	}
+	switch kind {
+	case backupstore.KindS3, backupstore.KindNFS, backupstore.KindVFS:
+		return nil
+	}
+	return Invalid("spec.fromBackup", "target %q: scheme %q is not supported (s3://, nfs:// or vfs://)", target, kind)
+}
+
 func validateSizeField(field string, size int64) error {
 	if size <= 0 {
 		return Invalid(field, "must be greater than 0, got %d", size)
@@ -118,9 +149,13 @@ func validateReplicaCount(n int, locality longhorn.DataLocality) error {
 }
 
 // validateFrontend: v1 volumes use blockdev, iscsi or nbd; v2 volumes
-// blockdev, nvmf or ublk. A standby (DR) volume has no frontend.
+// blockdev, nvmf or ublk. A standby (DR) volume has no frontend (Longhorn:
+// "cannot set frontend for standby volume").
 func validateFrontend(s *longhorn.VolumeSpec) error {
 	if s.Standby {
+		if s.Frontend != "" {
+			return Invalid("spec.frontend", "must be empty for a standby volume (spec.Standby), got %q", s.Frontend)
+		}
 		return nil
 	}
 	if s.DataEngine == longhorn.DataEngineTypeV2 {
@@ -214,11 +249,15 @@ func validateVolumeUpdate(old, v *longhorn.Volume) error {
 		{"spec.encrypted", fmt.Sprint(old.Spec.Encrypted), fmt.Sprint(v.Spec.Encrypted)},
 		{"spec.topologyRequirement", fmt.Sprint(old.Spec.TopologyRequirement), fmt.Sprint(v.Spec.TopologyRequirement)},
 		{"spec.dataLayout", fmt.Sprint(old.Spec.DataLayout), fmt.Sprint(v.Spec.DataLayout)},
+		{"spec.fromBackup", old.Spec.FromBackup, v.Spec.FromBackup},
 	}
 	for _, f := range immutable {
 		if f.old != "" && f.old != f.new {
 			return Invalid(f.field, "is immutable (was %q, now %q)", f.old, f.new)
 		}
+	}
+	if v.Spec.Standby && !old.Spec.Standby {
+		return Invalid("spec.Standby", "a normal volume cannot become a standby volume; create one with spec.fromBackup")
 	}
 	if old.Spec.BackupCompressionMethod != "" && old.Spec.BackupCompressionMethod != v.Spec.BackupCompressionMethod {
 		return Invalid("spec.backupCompressionMethod", "cannot change from %q to %q", old.Spec.BackupCompressionMethod, v.Spec.BackupCompressionMethod)

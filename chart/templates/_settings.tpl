@@ -133,7 +133,6 @@ auto-cleanup-recurring-job-backup-snapshot: {accepted: ["","false","true"], mess
 concurrent-automatic-engine-upgrade-per-node-limit: {accepted: ["","0"], message: "\"0\""}
 backing-image-cleanup-wait-interval: {accepted: ["","60"], message: "\"60\""}
 backing-image-recovery-wait-interval: {accepted: ["","300"], message: "\"300\""}
-guaranteed-instance-manager-cpu: {accepted: ["","0","12"], message: "\"0\" or \"12\""}
 kubernetes-cluster-autoscaler-enabled: {accepted: ["","false"], message: "\"false\""}
 orphan-resource-auto-deletion: {accepted: [""], message: "\"\""}
 orphan-resource-auto-deletion-grace-period: {accepted: ["","300"], message: "\"300\""}
@@ -153,7 +152,6 @@ restore-volume-recurring-jobs: {accepted: ["","false"], message: "\"false\""}
 remove-snapshots-during-filesystem-trim: {accepted: ["","false"], message: "\"false\""}
 replica-file-sync-http-client-timeout: {accepted: ["","30"], message: "\"30\""}
 long-grpc-timeout: {accepted: ["","86400"], message: "\"86400\""}
-restore-concurrent-limit: {accepted: ["","2"], message: "\"2\""}
 v2-data-engine: {accepted: ["","false"], message: "\"false\""}
 data-engine-hugepage-enabled: {accepted: ["","true"], message: "\"true\""}
 data-engine-memory-size: {accepted: ["","2048"], message: "\"2048\""}

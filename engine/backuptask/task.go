@@ -26,10 +26,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+	"github.com/longhorn-go/longhorn/engine/rpcmeta"
 	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
@@ -76,6 +78,20 @@ func (t *Task) agent(replica string) (enginerpc.SyncAgentServiceClient, func(), 
 	return dial(addr)
 }
 
+// agentContext drops the engine's instance-name from the outgoing metadata
+// (the instance manager's proxy adds it for the engine): a replica's sync
+// agent would refuse a call naming another instance. The volume-name stays,
+// so a replica of another volume still refuses.
+func agentContext(ctx context.Context) context.Context {
+	md, ok := metadata.FromOutgoingContext(ctx)
+	if !ok || len(md.Get(rpcmeta.InstanceNameKey)) == 0 {
+		return ctx
+	}
+	md = md.Copy()
+	md.Delete(rpcmeta.InstanceNameKey)
+	return metadata.NewOutgoingContext(ctx, md)
+}
+
 // replicas returns the engine's replicas in the given modes, in engine order.
 func (t *Task) replicas(ctx context.Context, modes ...enginerpc.ReplicaMode) ([]string, error) {
 	r, err := t.Controller.ReplicaList(ctx, &emptypb.Empty{})
@@ -118,7 +134,7 @@ func (t *Task) CreateBackup(ctx context.Context, req *CreateRequest) (CreateResu
 		return CreateResult{}, err
 	}
 	defer release()
-	res, err := c.BackupCreate(ctx, req)
+	res, err := c.BackupCreate(agentContext(ctx), req)
 	if err != nil {
 		return CreateResult{}, replicaErr(rw[0], err)
 	}
@@ -141,7 +157,7 @@ func (t *Task) BackupStatus(ctx context.Context, backup, replica string) (*engin
 		if err != nil {
 			return nil, "", err
 		}
-		st, err := c.BackupStatus(ctx, &enginerpc.BackupStatusRequest{Backup: backup})
+		st, err := c.BackupStatus(agentContext(ctx), &enginerpc.BackupStatusRequest{Backup: backup})
 		release()
 		if err == nil {
 			return st, r, nil
@@ -192,7 +208,7 @@ func (t *Task) restoreOne(ctx context.Context, r, backupURL, disk string, cred m
 		return err
 	}
 	defer release()
-	_, err = c.BackupRestore(ctx, &enginerpc.BackupRestoreRequest{Backup: backupURL, SnapshotDiskName: disk,
+	_, err = c.BackupRestore(agentContext(ctx), &enginerpc.BackupRestoreRequest{Backup: backupURL, SnapshotDiskName: disk,
 		Credential: cred, ConcurrentLimit: limit})
 	if err != nil {
 		return replicaErr(r, err)
@@ -231,7 +247,7 @@ func (t *Task) RestoreStatus(ctx context.Context) (map[string]*enginerpc.Restore
 		if err != nil {
 			return nil, err
 		}
-		st, err := c.RestoreStatus(ctx, &emptypb.Empty{})
+		st, err := c.RestoreStatus(agentContext(ctx), &emptypb.Empty{})
 		release()
 		if err != nil {
 			return nil, replicaErr(r, err)

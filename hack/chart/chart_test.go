@@ -187,7 +187,7 @@ func TestDefaultSettingValueForms(t *testing.T) {
 	got := renderedSettings(t, map[string]any{"defaultSettings": map[string]any{
 		"defaultReplicaCount":               map[string]any{"v1": 2, "v2": "3"},
 		"storageOverProvisioningPercentage": 1000000, // no 1e+06
-		"guaranteedInstanceManagerCPU":      12.0,    // a float that is whole renders without ".0"
+		"guaranteedInstanceManagerCPU":      12.5,
 		"replicaSoftAntiAffinity":           true,
 		"defaultDataPath":                   "/data/longhorn",
 		"taintToleration":                   "key1=value1:NoSchedule; key2:NoExecute",
@@ -197,7 +197,7 @@ func TestDefaultSettingValueForms(t *testing.T) {
 		"priority-class":                       "longhorn-critical", // the chart's default
 		"default-replica-count":                `{"v1":"2","v2":"3"}`,
 		"storage-over-provisioning-percentage": "1000000",
-		"guaranteed-instance-manager-cpu":      "12",
+		"guaranteed-instance-manager-cpu":      "12.5",
 		"replica-soft-anti-affinity":           "true",
 		"default-data-path":                    "/data/longhorn",
 		"taint-toleration":                     "key1=value1:NoSchedule; key2:NoExecute",

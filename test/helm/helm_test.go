@@ -28,6 +28,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/internal/testutil"
 	"github.com/longhorn-go/longhorn/testbed/cluster"
+	"github.com/longhorn-go/longhorn/testbed/multus"
 	"github.com/longhorn-go/longhorn/testbed/testenv"
 	"github.com/longhorn-go/longhorn/types"
 )
@@ -142,7 +143,10 @@ func TestHelmInstallsLonghornValues(t *testing.T) {
 		return ""
 	})
 
-	// 2. helm upgrade with every defaultSettings key set.
+	// 2. helm upgrade with every defaultSettings key set. storage-network
+	// names a NetworkAttachmentDefinition, which the webhook wants to exist:
+	// install the CRD (as Multus does) and the NAD first.
+	applyStorageNAD(ctx, t, &c)
 	file := writeEverySettingValues(t)
 	rel.ValuesFiles = append(rel.ValuesFiles, file)
 	if err := cluster.HelmInstall(ctx, &c, rel, logf); err != nil {
@@ -259,6 +263,34 @@ func waitIMPods(ctx context.Context, t *testing.T, cs kubernetes.Interface, node
 		if time.Now().After(deadline) {
 			dumpPods(ctx, t, cs)
 			t.Fatalf("instance-manager pods: %s", strings.Join(bad, "; "))
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// applyStorageNAD installs the NetworkAttachmentDefinition CRD and the NAD
+// kube-system/storage-net that the storage-network value of keys_test.go
+// names (the cluster has no storage network: nothing attaches to it here).
+func applyStorageNAD(ctx context.Context, t *testing.T, c *cluster.Config) {
+	t.Helper()
+	nad := `{"cniVersion":"0.3.1","type":"macvlan","master":"eth0","ipam":{"type":"static"}}`
+	manifest := multus.Manifest + `---
+apiVersion: k8s.cni.cncf.io/v1
+kind: NetworkAttachmentDefinition
+metadata: {name: storage-net, namespace: kube-system}
+spec:
+  config: '` + nad + `'
+`
+	for attempt := 0; ; attempt++ {
+		cmd := c.Kubectl(ctx, "apply", "-f", "-")
+		cmd.Stdin = strings.NewReader(manifest)
+		out, err := cmd.CombinedOutput()
+		if err == nil {
+			return
+		}
+		// The NAD kind is served a moment after its CRD is created.
+		if attempt == 10 {
+			t.Fatalf("NetworkAttachmentDefinition: %v\n%s", err, out)
 		}
 		time.Sleep(time.Second)
 	}

@@ -71,7 +71,7 @@ var longhornSettingKeys = []settingKey{
 	{"concurrentAutomaticEngineUpgradePerNodeLimit", "concurrent-automatic-engine-upgrade-per-node-limit", 0, "0"},
 	{"backingImageCleanupWaitInterval", "backing-image-cleanup-wait-interval", 60, "60"},
 	{"backingImageRecoveryWaitInterval", "backing-image-recovery-wait-interval", 300, "300"},
-	{"guaranteedInstanceManagerCPU", "guaranteed-instance-manager-cpu", 0, `{"v1":"0","v2":"0"}`},
+	{"guaranteedInstanceManagerCPU", "guaranteed-instance-manager-cpu", 10, `{"v1":"10","v2":"10"}`},
 	{"kubernetesClusterAutoscalerEnabled", "kubernetes-cluster-autoscaler-enabled", false, "false"},
 	{"orphanResourceAutoDeletion", "orphan-resource-auto-deletion", "", ""},
 	{"orphanResourceAutoDeletionGracePeriod", "orphan-resource-auto-deletion-grace-period", 300, "300"},

@@ -130,6 +130,7 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	t.Run("webhook", func(t *testing.T) { testWebhookRules(t, c) })
 	t.Run("chart configmaps", func(t *testing.T) { testChartConfigMaps(t, c) })
 	t.Run("rest api", func(t *testing.T) { testRESTClient(t, c) })
+	t.Run("backup and restore", func(t *testing.T) { testBackupRestore(t, c) })
 	const vol = "example-volume"
 	start := time.Now()
 	out, err := c.kubectl("", "apply", "-f", filepath.Join(testenv.RepoRoot(), "examples", "volume.yaml"))

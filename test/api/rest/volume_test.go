@@ -252,7 +252,7 @@ func testPVAndPVC(t *testing.T, f *fixture) {
 // listed; actions the state does not allow answer 409; bad values 422.
 func testRefusedActions(t *testing.T, f *fixture) {
 	v, _ := f.cli.ByID("volume", "rest-vol")
-	for _, a := range []string{"engineUpgrade", "trimFilesystem", "snapshotBackup", "offlineReplicaRebuilding"} {
+	for _, a := range []string{"engineUpgrade", "trimFilesystem", "offlineReplicaRebuilding"} {
 		if _, listed := v.Actions()[a]; listed {
 			t.Errorf("%s is listed", a)
 		}
@@ -267,8 +267,10 @@ func testRefusedActions(t *testing.T, f *fixture) {
 		!strings.Contains(err.Error(), "dataLocality") {
 		t.Errorf("bad locality: %v", err)
 	}
-	if st, body := post(t, f.base+"/v1/volumes/rest-vol?action=snapshotCreate", "{}"); st != 409 || !strings.Contains(body, "detached") {
-		t.Errorf("snapshotCreate on a detached volume = %d %s", st, body)
+	for _, a := range []string{"snapshotCreate", "snapshotBackup"} {
+		if st, body := post(t, f.base+"/v1/volumes/rest-vol?action="+a, "{}"); st != 409 || !strings.Contains(body, "detached") {
+			t.Errorf("%s on a detached volume = %d %s", a, st, body)
+		}
 	}
 	if st, body := post(t, f.base+"/v1/volumes/rest-vol?action=frobnicate", "{}"); st != 400 || !strings.Contains(body, "attach") {
 		t.Errorf("unknown action = %d %s", st, body)

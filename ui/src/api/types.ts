@@ -137,6 +137,7 @@ export interface Volume extends Resource {
   nodeSelector?: string[];
   backingImage?: string;
   fromBackup?: string;
+  backupTargetName?: string;
   lastBackup?: string;
   lastBackupAt?: string;
   expansionRequired?: boolean;

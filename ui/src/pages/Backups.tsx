@@ -1,18 +1,20 @@
-// Backups: backup targets with their availability, backup volumes, and
-// each volume's backups with progress; restore a backup to a new volume,
-// delete backups.
+// Backups: backup targets with their availability (create, edit, sync,
+// delete), backup volumes (sync, delete), and each volume's backups with
+// progress; restore a backup to a new volume, delete backups. Everything
+// is live over the backuptargets, backupvolumes and backups streams.
 
 import { useState } from "react";
 import { api } from "../api/client";
 import { useCollection } from "../api/live";
 import type { Backup, BackupTarget, BackupVolume } from "../api/types";
-import { Confirm, Dialog } from "../components/Dialog";
+import { Confirm } from "../components/Dialog";
 import { Table, type Column } from "../components/Table";
 import { useAction } from "../components/useAction";
-import { Badge, Field, Loading, Progress } from "../components/Widgets";
+import { Badge, Loading, Progress } from "../components/Widgets";
 import { formatBytes, formatTime, parseTime } from "../lib/format";
+import { RestoreDialog, TargetDialog } from "./backupDialogs";
 
-const targetColumns: Column<BackupTarget>[] = [
+const baseTargetColumns: Column<BackupTarget>[] = [
   { key: "name", header: "Name", render: (t) => t.name, sortValue: (t) => t.name },
   { key: "url", header: "URL", render: (t) => <code>{t.backupTargetURL || "(not set)"}</code>, sortValue: (t) => t.backupTargetURL },
   { key: "available", header: "Status", render: (t) => <Badge value={t.available ? "available" : "unavailable"} />, sortValue: (t) => String(t.available) },
@@ -20,7 +22,7 @@ const targetColumns: Column<BackupTarget>[] = [
   { key: "message", header: "Message", render: (t) => t.message || "-", className: "wrap" },
 ];
 
-type Pending = { kind: "volume"; bv: BackupVolume } | { kind: "backup"; b: Backup } | null;
+type Pending = { kind: "volume"; bv: BackupVolume } | { kind: "backup"; b: Backup } | { kind: "target"; t: BackupTarget } | null;
 
 export function BackupsPage() {
   const targets = useCollection("backuptargets");
@@ -29,7 +31,34 @@ export function BackupsPage() {
   const [open, setOpen] = useState<string>("");
   const [pending, setPending] = useState<Pending>(null);
   const [restore, setRestore] = useState<Backup | null>(null);
+  const [editing, setEditing] = useState<BackupTarget | "new" | null>(null);
   const { busy, run } = useAction();
+  const targetColumns: Column<BackupTarget>[] = [
+    ...baseTargetColumns,
+    {
+      key: "ops",
+      header: "Operation",
+      render: (t) => (
+        <span className="actions">
+          <button type="button" className="small" onClick={() => setEditing(t)} aria-label={`Edit backup target ${t.name}`}>
+            Edit
+          </button>
+          <button
+            type="button"
+            className="small"
+            disabled={busy}
+            onClick={() => run(`Sync ${t.name}`, () => api.action("backuptargets", t.name, "backupTargetSync", { syncBackupTarget: true }), `Sync of ${t.name} requested`)}
+            aria-label={`Sync backup target ${t.name}`}
+          >
+            Sync
+          </button>
+          <button type="button" className="small danger" disabled={t.name === "default"} onClick={() => setPending({ kind: "target", t })} aria-label={`Delete backup target ${t.name}`}>
+            Delete
+          </button>
+        </span>
+      ),
+    },
+  ];
   const volumeColumns: Column<BackupVolume>[] = [
     {
       key: "name",
@@ -48,9 +77,20 @@ export function BackupsPage() {
       key: "ops",
       header: "Operation",
       render: (bv) => (
-        <button type="button" className="small danger" onClick={() => setPending({ kind: "volume", bv })} aria-label={`Delete all backups of ${bv.name}`}>
-          Delete all
-        </button>
+        <span className="actions">
+          <button
+            type="button"
+            className="small"
+            disabled={busy}
+            onClick={() => run(`Sync ${bv.name}`, () => api.action("backupvolumes", bv.name, "backupVolumeSync", { syncBackupVolume: true }), `Sync of ${bv.name} requested`)}
+            aria-label={`Sync backup volume ${bv.name}`}
+          >
+            Sync
+          </button>
+          <button type="button" className="small danger" onClick={() => setPending({ kind: "volume", bv })} aria-label={`Delete all backups of ${bv.name}`}>
+            Delete all
+          </button>
+        </span>
       ),
     },
   ];
@@ -79,9 +119,10 @@ export function BackupsPage() {
   const confirm = async () => {
     if (!pending) return;
     if (pending.kind === "volume") await run(`Delete backups of ${pending.bv.name}`, () => api.remove("backupvolumes", pending.bv.name), "Backups deleted");
+    else if (pending.kind === "target") await run(`Delete backup target ${pending.t.name}`, () => api.remove("backuptargets", pending.t.name), `Backup target ${pending.t.name} deleted`);
     else {
       const b = pending.b;
-      const bv = (bvs.data ?? []).find((x) => x.volumeName === b.volumeName || x.name === b.volumeName);
+      const bv = (bvs.data ?? []).find((x) => x.volumeName === b.volumeName && (x.backupTargetName ?? "default") === (b.backupTargetName || "default"));
       await run(`Delete backup ${b.name}`, () => api.action("backupvolumes", bv?.name ?? b.volumeName, "backupDelete", { name: b.name }), `Backup ${b.name} deleted`);
     }
     setPending(null);
@@ -91,7 +132,12 @@ export function BackupsPage() {
     <div className="page">
       <h1>Backups</h1>
       <section aria-labelledby="bt-h">
-        <h2 id="bt-h">Backup targets</h2>
+        <div className="section-head">
+          <h2 id="bt-h">Backup targets</h2>
+          <button type="button" className="primary" onClick={() => setEditing("new")}>
+            Create Backup Target
+          </button>
+        </div>
         <Loading state={targets} what="backup targets">
           {(ts) => <Table label="backup targets" rows={ts} columns={targetColumns} rowKey={(t) => t.name} initialSort={{ key: "name" }} empty="No backup target is set (Settings or the longhorn chart's defaultBackupStore)." />}
         </Loading>
@@ -109,7 +155,7 @@ export function BackupsPage() {
             {(list) => (
               <Table
                 label={`backups of ${openBV.name}`}
-                rows={list.filter((b) => b.volumeName === (openBV.volumeName || openBV.name))}
+                rows={list.filter((b) => b.volumeName === (openBV.volumeName || openBV.name) && (b.backupTargetName || "default") === (openBV.backupTargetName || "default"))}
                 columns={backupColumns}
                 rowKey={(b) => b.name}
                 initialSort={{ key: "created", desc: true }}
@@ -120,8 +166,12 @@ export function BackupsPage() {
       )}
       {pending && (
         <Confirm
-          title={pending.kind === "volume" ? `Delete every backup of ${pending.bv.name}?` : `Delete backup ${pending.b.name}?`}
-          message="The backup data is removed from the backup target. This cannot be undone."
+          title={pending.kind === "volume" ? `Delete every backup of ${pending.bv.name}?` : pending.kind === "target" ? `Delete backup target ${pending.t.name}?` : `Delete backup ${pending.b.name}?`}
+          message={
+            pending.kind === "target"
+              ? "Its backup volumes and backups disappear from this cluster; the data stays in the backupstore."
+              : "The backup data is removed from the backup target. This cannot be undone."
+          }
           confirmLabel="Delete"
           busy={busy}
           onConfirm={confirm}
@@ -129,48 +179,7 @@ export function BackupsPage() {
         />
       )}
       {restore && <RestoreDialog backup={restore} onClose={() => setRestore(null)} />}
+      {editing && <TargetDialog target={editing === "new" ? undefined : editing} onClose={() => setEditing(null)} />}
     </div>
-  );
-}
-
-function RestoreDialog({ backup, onClose }: { backup: Backup; onClose: () => void }) {
-  const [name, setName] = useState(`${backup.volumeName}-restore`);
-  const [replicas, setReplicas] = useState("3");
-  const { busy, error, run } = useAction();
-  const submit = async () => {
-    const ok = await run(
-      `Restore ${backup.name}`,
-      () => api.create("volumes", { name, size: backup.volumeSize, numberOfReplicas: Number(replicas), fromBackup: backup.url, frontend: "blockdev", dataEngine: "v1" }),
-      `Restoring ${backup.name} to ${name}`,
-    );
-    if (ok !== undefined) onClose();
-  };
-  return (
-    <Dialog
-      title={`Restore backup ${backup.name}`}
-      onClose={onClose}
-      footer={
-        <>
-          <button type="button" onClick={onClose}>
-            Cancel
-          </button>
-          <button type="button" className="primary" disabled={busy || name === ""} onClick={submit}>
-            Restore
-          </button>
-        </>
-      }
-    >
-      {error && (
-        <p className="form-error" role="alert">
-          {error}
-        </p>
-      )}
-      <Field label="New volume name" htmlFor="rs-name">
-        <input id="rs-name" value={name} onChange={(e) => setName(e.target.value)} />
-      </Field>
-      <Field label="Number of replicas" htmlFor="rs-rep">
-        <input id="rs-rep" type="number" min={1} value={replicas} onChange={(e) => setReplicas(e.target.value)} />
-      </Field>
-    </Dialog>
   );
 }

@@ -17,7 +17,7 @@ function changeKey(v: Volume): string {
   return JSON.stringify([v.state, v.actualSize, v.purgeStatus, v.controllers?.map((c) => [c.name, c.running, c.actualSize]), v.disableFrontend]);
 }
 
-type Pending = { kind: "delete" | "revert" | "purge"; name: string } | null;
+type Pending = { kind: "delete" | "revert" | "purge" | "backup"; name: string } | null;
 
 export function SnapshotTree({ volume }: { volume: Volume }) {
   const [snaps, setSnaps] = useState<Snapshot[] | null>(null);
@@ -51,6 +51,7 @@ export function SnapshotTree({ volume }: { volume: Volume }) {
     if (kind === "delete") await run(`Delete snapshot ${name}`, () => api.action("volumes", volume.name, "snapshotDelete", { name }), `Snapshot ${name} deleted`);
     if (kind === "revert") await run(`Revert to ${name}`, () => api.action("volumes", volume.name, "snapshotRevert", { name }), `Reverted to ${name}`);
     if (kind === "purge") await run("Purge snapshots", () => api.action("volumes", volume.name, "snapshotPurge", {}), "Purge started");
+    if (kind === "backup") await run(`Back up ${name}`, () => api.action("volumes", volume.name, "snapshotBackup", { name }), `Backup of ${name} started`);
     setPending(null);
     await load();
   };
@@ -87,22 +88,17 @@ export function SnapshotTree({ volume }: { volume: Volume }) {
       {listable && snaps !== null && (
         <ul className="tree" role="tree" aria-label={`Snapshots of ${volume.name}`}>
           {snapshotTree(snaps).map((n) => (
-            <TreeNode key={n.snap.name} node={n} showSystem={showSystem} canRevert={canRevert} canDelete={can(volume, "snapshotDelete")} onPending={setPending} />
+            <TreeNode key={n.snap.name} node={n} showSystem={showSystem} canRevert={canRevert} canDelete={can(volume, "snapshotDelete")} canBackup={can(volume, "snapshotBackup")} onPending={setPending} />
           ))}
         </ul>
       )}
       {listable && !canRevert && can(volume, "snapshotRevert") && <p className="hint">To revert, detach and attach the volume in maintenance mode.</p>}
       {pending && (
         <Confirm
-          title={pending.kind === "purge" ? "Purge snapshots?" : pending.kind === "revert" ? `Revert to ${pending.name}?` : `Delete snapshot ${pending.name}?`}
-          message={
-            pending.kind === "purge"
-              ? "Removed snapshots are merged into their children and their space is freed."
-              : pending.kind === "revert"
-                ? "The volume's current data is replaced by this snapshot's. Writes made after it are lost."
-                : "The snapshot is marked removed; its data is merged away by the next purge."
-          }
-          confirmLabel={pending.kind === "purge" ? "Purge" : pending.kind === "revert" ? "Revert" : "Delete"}
+          title={TITLES[pending.kind](pending.name)}
+          message={pending.kind === "backup" ? `The snapshot is uploaded to the backup target "${volume.backupTargetName || "default"}"; the Backups section shows its progress.` : MESSAGES[pending.kind]}
+          confirmLabel={LABELS[pending.kind]}
+          danger={pending.kind !== "backup"}
           busy={busy}
           onConfirm={confirm}
           onCancel={() => setPending(null)}
@@ -112,19 +108,36 @@ export function SnapshotTree({ volume }: { volume: Volume }) {
   );
 }
 
+type Kind = NonNullable<Pending>["kind"];
+const TITLES: Record<Kind, (name: string) => string> = {
+  purge: () => "Purge snapshots?",
+  revert: (n) => `Revert to ${n}?`,
+  delete: (n) => `Delete snapshot ${n}?`,
+  backup: (n) => `Back up snapshot ${n}?`,
+};
+const MESSAGES: Record<Exclude<Kind, "backup">, string> = {
+  purge: "Removed snapshots are merged into their children and their space is freed.",
+  revert: "The volume's current data is replaced by this snapshot's. Writes made after it are lost.",
+  delete: "The snapshot is marked removed; its data is merged away by the next purge.",
+};
+const LABELS: Record<Kind, string> = { purge: "Purge", revert: "Revert", delete: "Delete", backup: "Create Backup" };
+
 interface NodeProps {
   node: SnapshotNode;
   showSystem: boolean;
   canRevert: boolean;
   canDelete: boolean;
+  canBackup: boolean;
   onPending: (p: Pending) => void;
 }
 
-function TreeNode({ node, showSystem, canRevert, canDelete, onPending }: NodeProps) {
+function TreeNode({ node, showSystem, canRevert, canDelete, canBackup, onPending }: NodeProps) {
   const s = node.snap;
   const head = s.name === HEAD;
   const hidden = !showSystem && isSystem(s);
-  const kids = node.children.map((c) => <TreeNode key={c.snap.name} node={c} showSystem={showSystem} canRevert={canRevert} canDelete={canDelete} onPending={onPending} />);
+  const kids = node.children.map((c) => (
+    <TreeNode key={c.snap.name} node={c} showSystem={showSystem} canRevert={canRevert} canDelete={canDelete} canBackup={canBackup} onPending={onPending} />
+  ));
   if (hidden) return <>{kids}</>;
   return (
     <li role="treeitem" aria-expanded={node.children.length > 0 ? true : undefined} aria-label={head ? "Volume Head" : s.name} data-snapshot={s.name}>
@@ -137,6 +150,9 @@ function TreeNode({ node, showSystem, canRevert, canDelete, onPending }: NodePro
         </span>
         {!head && !s.removed && (
           <span className="snap-actions">
+            <button type="button" className="small" disabled={!canBackup} onClick={() => onPending({ kind: "backup", name: s.name })} aria-label={`Back up snapshot ${s.name}`}>
+              Back up
+            </button>
             <button type="button" className="small" disabled={!canRevert} onClick={() => onPending({ kind: "revert", name: s.name })} aria-label={`Revert to ${s.name}`}>
               Revert
             </button>

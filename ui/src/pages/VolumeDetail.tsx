@@ -14,6 +14,7 @@ import { formatBytes, formatTime } from "../lib/format";
 import { attachedNode, expansion, rebuilds, replicaState, volumeHealth } from "../lib/volume";
 import { EventTable } from "./Events";
 import { SnapshotTree } from "./SnapshotTree";
+import { VolumeBackups } from "./VolumeBackups";
 import { AttachDialog, ExpandDialog, ReplicaCountDialog } from "./volumeDialogs";
 
 type Open = "attach" | "expand" | "replicas" | "salvage" | "delete" | "detach" | { removeReplica: string } | null;
@@ -93,6 +94,7 @@ function Detail({ v }: { v: Volume }) {
       <ReplicaTable v={v} onRemove={(r) => setOpen({ removeReplica: r })} />
       <EngineTable v={v} />
       <SnapshotTree volume={v} />
+      <VolumeBackups volume={v} />
       <section aria-labelledby="ev-h">
         <h2 id="ev-h">Events</h2>
         <Loading state={events} what="events">

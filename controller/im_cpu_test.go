@@ -1,0 +1,42 @@
+package controller
+
+import (
+	"testing"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// The instance-manager pod asks for the node's instanceManagerCPURequest,
+// else guaranteed-instance-manager-cpu percent of the node's allocatable
+// CPU; a change recreates an idle pod.
+func TestInstanceManagerCPURequest(t *testing.T) {
+	for _, c := range []struct {
+		node        int
+		pct         float64
+		allocatable int64
+		want        int64
+	}{
+		{0, 12, 2000, 240},
+		{500, 12, 2000, 500},
+		{0, 0, 2000, 0},
+		{0, 12.5, 4000, 500},
+		{0, 12, 0, 0},
+	} {
+		if got := imCPURequest(c.node, c.pct, c.allocatable); got != c.want {
+			t.Errorf("imCPURequest(%d, %v, %d) = %d, want %d", c.node, c.pct, c.allocatable, got, c.want)
+		}
+	}
+	im := &longhorn.InstanceManager{}
+	im.Name, im.Spec.NodeID, im.Spec.Image = "im", "n1", "img"
+	none := imPod(im, imPodParams{})
+	with := imPod(im, imPodParams{CPURequest: 240})
+	if q := with.Spec.Containers[0].Resources.Requests.Cpu(); q.MilliValue() != 240 {
+		t.Errorf("cpu request %v, want 240m", q)
+	}
+	if len(none.Spec.Containers[0].Resources.Requests) != 0 {
+		t.Errorf("request without a CPU request: %v", none.Spec.Containers[0].Resources.Requests)
+	}
+	if !podNeedsRecreate(none, with) || podNeedsRecreate(with, imPod(im, imPodParams{CPURequest: 240})) {
+		t.Error("a changed CPU request must recreate the pod, an unchanged one not")
+	}
+}

@@ -1,0 +1,165 @@
+package manager_test
+
+import (
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// backupOf takes snapshot snap of the attached volume vol (a Snapshot
+// object), backs it up as Backup name and waits until it is Completed; it
+// returns the Backup.
+func (c *cluster) backupOf(t *testing.T, vol, snap, name string) *longhorn.Backup {
+	t.Helper()
+	_, err := c.lh.LonghornV1beta2().Snapshots(ns).Create(c.ctx, &longhorn.Snapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: snap, Namespace: ns},
+		Spec:       longhorn.SnapshotSpec{Volume: vol, CreateSnapshot: true}}, metav1.CreateOptions{})
+	c.must(err)
+	c.eventually("snapshot "+snap+" ready", 60*time.Second, func() (bool, string) {
+		s, err := c.lh.LonghornV1beta2().Snapshots(ns).Get(c.ctx, snap, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Status.ReadyToUse, fmt.Sprintf("%+v", s.Status)
+	})
+	_, err = c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
+		Spec:       longhorn.BackupSpec{SnapshotName: snap}}, metav1.CreateOptions{})
+	c.must(err)
+	var b *longhorn.Backup
+	start := time.Now()
+	c.eventually("backup "+name+" completed", 2*time.Minute, func() (bool, string) {
+		b, err = c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if b.Status.State == longhorn.BackupStateError {
+			t.Fatalf("backup %s failed: %s", name, b.Status.Error)
+		}
+		return b.Status.State == longhorn.BackupStateCompleted && b.Status.URL != "", fmt.Sprintf("%s %d%% %s", b.Status.State, b.Status.Progress, b.Status.Error)
+	})
+	t.Logf("MEASURE backup %s of %s: %v (newly uploaded %s bytes)", name, vol, time.Since(start).Round(time.Millisecond), b.Status.NewlyUploadedDataSize)
+	return b
+}
+
+// waitRestored waits until volume vol restored its backup and detached
+// (restoreRequired false, Restore condition False without a reason).
+func (c *cluster) waitRestored(t *testing.T, vol string, timeout time.Duration) {
+	t.Helper()
+	c.eventually("volume "+vol+" restored and detached", timeout, func() (bool, string) {
+		v := c.volume(vol)
+		if v == nil {
+			return false, "no volume"
+		}
+		cond := longhorn.GetCondition(v.Status.Conditions, longhorn.VolumeConditionTypeRestore)
+		if cond.Reason == longhorn.VolumeConditionReasonRestoreFailure {
+			t.Fatalf("restore of %s failed: %s", vol, cond.Message)
+		}
+		e := c.engineOf(vol)
+		msg := fmt.Sprintf("initiated=%v required=%v state=%s cond=%s/%s %q", v.Status.RestoreInitiated, v.Status.RestoreRequired,
+			v.Status.State, cond.Status, cond.Reason, cond.Message)
+		if e != nil {
+			msg += fmt.Sprintf(" engine last=%q restore=%v", e.Status.LastRestoredBackup, e.Status.RestoreStatus)
+		}
+		return v.Status.RestoreInitiated && !v.Status.RestoreRequired && v.Status.State == longhorn.VolumeStateDetached &&
+			cond.Status == longhorn.ConditionStatusFalse && cond.Reason == "", msg
+	})
+}
+
+// testBackupRestore backs a 3-replica volume with known data up to a vfs
+// target, restores it into a new volume (spec.fromBackup) and reads the
+// bytes back; a standby volume follows a second backup and, activated,
+// holds the second backup's bytes.
+func testBackupRestore(t *testing.T, c *cluster) {
+	target := "vfs://" + filepath.Join(c.dir, "backupstore")
+	out, err := c.kubectl(fmt.Sprintf(`apiVersion: longhorn.io/v1beta2
+kind: BackupTarget
+metadata: {name: default, namespace: %s}
+spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
+`, ns, target), "apply", "-f", "-")
+	if err != nil {
+		t.Fatalf("backup target: %v\n%s", err, out)
+	}
+	c.eventually("backup target available", 60*time.Second, func() (bool, string) {
+		bt, err := c.lh.LonghornV1beta2().BackupTargets(ns).Get(c.ctx, "default", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return bt.Status.Available, fmt.Sprintf("%+v", bt.Status.Conditions)
+	})
+	const src, size = "bak-src", 64 << 20
+	spec := fmt.Sprintf("size: %q, numberOfReplicas: 3, frontend: blockdev", strconv.Itoa(size))
+	if out, err := c.kubectl(volumeYAML(src, spec), "apply", "-f", "-"); err != nil {
+		t.Fatalf("volume %s: %v\n%s", src, err, out)
+	}
+	c.waitState(src, longhorn.VolumeStateDetached, "", 60*time.Second)
+	c.attach(src, "n1")
+	c.waitState(src, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
+	ep := c.hostEndpoint("n1", c.engineOf(src).Status.Endpoint)
+	qemuIO(t, ep, "write -P 0x11 0 6M", "write -P 0x22 30M 2M", "write -P 0x33 62M 2M")
+	b1 := c.backupOf(t, src, "bak-snap-1", "bak-backup-1")
+
+	// restore into a new volume
+	start := time.Now()
+	restoreSpec := spec + fmt.Sprintf(", fromBackup: %q", b1.Status.URL)
+	if out, err := c.kubectl(volumeYAML("bak-restored", restoreSpec), "apply", "-f", "-"); err != nil {
+		t.Fatalf("restore volume: %v\n%s", err, out)
+	}
+	c.waitRestored(t, "bak-restored", 3*time.Minute)
+	t.Logf("MEASURE restore of a %d MiB 3-replica volume (create->restored, detached): %v", size>>20, time.Since(start).Round(time.Millisecond))
+	c.attach("bak-restored", "n2")
+	c.waitState("bak-restored", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
+	rep := c.hostEndpoint("n2", c.engineOf("bak-restored").Status.Endpoint)
+	qemuIO(t, rep, "read -P 0x11 0 6M", "read -P 0 6M 24M", "read -P 0x22 30M 2M", "read -P 0 32M 30M", "read -P 0x33 62M 2M")
+
+	// a standby volume follows the next backup; activated, it holds it
+	drSpec := fmt.Sprintf("size: %q, numberOfReplicas: 2, frontend: \"\", Standby: true, fromBackup: %q", strconv.Itoa(size), b1.Status.URL)
+	if out, err := c.kubectl(volumeYAML("bak-dr", drSpec), "apply", "-f", "-"); err != nil {
+		t.Fatalf("standby volume: %v\n%s", err, out)
+	}
+	c.waitEngineRestored(t, "bak-dr", "bak-backup-1")
+	qemuIO(t, ep, "write -P 0x44 8M 2M")
+	b2 := c.backupOf(t, src, "bak-snap-2", "bak-backup-2")
+	if n, _ := strconv.ParseInt(b2.Status.NewlyUploadedDataSize, 10, 64); n <= 0 || n > 2<<20+8192 {
+		t.Fatalf("incremental backup uploaded %d bytes; want at most the one changed 2 MiB block", n)
+	}
+	start = time.Now()
+	c.waitEngineRestored(t, "bak-dr", "bak-backup-2")
+	t.Logf("MEASURE standby volume restored the next backup %v after it completed", time.Since(start).Round(time.Millisecond))
+	out, err = c.kubectl("", "-n", ns, "patch", "volumes.longhorn.io", "bak-dr", "--type", "merge", "-p", `{"spec":{"Standby":false,"frontend":"blockdev"}}`)
+	if err != nil {
+		t.Fatalf("activate: %v\n%s", err, out)
+	}
+	c.waitRestored(t, "bak-dr", 2*time.Minute)
+	c.attach("bak-dr", "n3")
+	c.waitState("bak-dr", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
+	dep := c.hostEndpoint("n3", c.engineOf("bak-dr").Status.Endpoint)
+	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x33 62M 2M")
+	for _, v := range []string{"bak-dr", "bak-restored", src} {
+		c.attach(v, "")
+	}
+}
+
+// waitEngineRestored waits until the standby volume's engine holds backup.
+func (c *cluster) waitEngineRestored(t *testing.T, vol, backup string) {
+	t.Helper()
+	c.eventually(fmt.Sprintf("standby %s holds %s", vol, backup), 3*time.Minute, func() (bool, string) {
+		v, e := c.volume(vol), c.engineOf(vol)
+		if v == nil || e == nil {
+			return false, "no volume or engine"
+		}
+		cond := longhorn.GetCondition(v.Status.Conditions, longhorn.VolumeConditionTypeRestore)
+		if cond.Reason == longhorn.VolumeConditionReasonRestoreFailure {
+			t.Fatalf("restore of %s failed: %s", vol, cond.Message)
+		}
+		return e.Status.LastRestoredBackup == backup && v.Status.IsStandby && v.Status.State == longhorn.VolumeStateAttached,
+			fmt.Sprintf("state=%s standby=%v lastBackup=%s engine last=%q requested=%q cond=%s", v.Status.State, v.Status.IsStandby,
+				v.Status.LastBackup, e.Status.LastRestoredBackup, e.Spec.RequestedBackupRestore, cond.Message)
+	})
+}
