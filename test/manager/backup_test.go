@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"fmt"
+	"os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -141,6 +142,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	c.waitState("bak-dr", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
 	dep := c.hostEndpoint("n3", c.engineOf("bak-dr").Status.Endpoint)
 	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x33 62M 2M")
+	t.Run("recurring jobs", func(t *testing.T) { testRecurringJobs(t, c, src) })
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
@@ -162,4 +164,73 @@ func (c *cluster) waitEngineRestored(t *testing.T, vol, backup string) {
 			fmt.Sprintf("state=%s standby=%v lastBackup=%s engine last=%q requested=%q cond=%s", v.Status.State, v.Status.IsStandby,
 				v.Status.LastBackup, e.Status.LastRestoredBackup, e.Spec.RequestedBackupRestore, cond.Message)
 	})
+}
+
+// testRecurringJobs runs `longhorn recurring-job` (what a RecurringJob's
+// CronJob runs) three times for a snapshot job and a backup job with retain
+// 2 on the attached volume vol, labeled for them: exactly 2 snapshots and
+// 2 backups of each job are left.
+func testRecurringJobs(t *testing.T, c *cluster, vol string) {
+	for _, j := range []struct{ name, task string }{{"bak-snap-job", "snapshot"}, {"bak-bk-job", "backup"}} {
+		out, err := c.kubectl(fmt.Sprintf(`apiVersion: longhorn.io/v1beta2
+kind: RecurringJob
+metadata: {name: %s, namespace: %s}
+spec: {task: %s, cron: "0 0 * * *", retain: 2, concurrency: 2, groups: [], labels: {team: storage}}
+`, j.name, ns, j.task), "apply", "-f", "-")
+		if err != nil {
+			t.Fatalf("recurring job %s: %v\n%s", j.name, err, out)
+		}
+		if out, err := c.kubectl("", "-n", ns, "label", "volumes.longhorn.io", vol, "recurring-job.longhorn.io/"+j.name+"=enabled"); err != nil {
+			t.Fatalf("label: %v\n%s", err, out)
+		}
+		for i := range 3 {
+			start := time.Now()
+			cmd := exec.Command(c.binary, "recurring-job", "--kubeconfig", env.KubeconfigPath, "--namespace", ns, "--timeout", "3m", j.name)
+			if out, err := cmd.CombinedOutput(); err != nil {
+				t.Fatalf("recurring-job %s run %d: %v\n%s", j.name, i+1, err, out)
+			}
+			t.Logf("MEASURE recurring-job %s run %d: %v", j.name, i+1, time.Since(start).Round(time.Millisecond))
+		}
+	}
+	c.eventually("2 snapshots of bak-snap-job", 60*time.Second, func() (bool, string) {
+		n := c.countJobObjects(vol, "bak-snap-job", false)
+		return n == 2, fmt.Sprintf("%d snapshots", n)
+	})
+	c.eventually("2 backups of bak-bk-job", 60*time.Second, func() (bool, string) {
+		n := c.countJobObjects(vol, "bak-bk-job", true)
+		return n == 2, fmt.Sprintf("%d backups", n)
+	})
+	// the backup job keeps its own snapshots to 2 as well
+	c.eventually("2 snapshots of bak-bk-job", 60*time.Second, func() (bool, string) {
+		n := c.countJobObjects(vol, "bak-bk-job", false)
+		return n == 2, fmt.Sprintf("%d snapshots", n)
+	})
+}
+
+// countJobObjects counts vol's Snapshot (or Backup) objects labeled
+// RecurringJob=job.
+func (c *cluster) countJobObjects(vol, job string, backups bool) int {
+	n := 0
+	if backups {
+		list, err := c.lh.LonghornV1beta2().Backups(ns).List(c.ctx, metav1.ListOptions{LabelSelector: "longhorn.io/backup-volume=" + vol})
+		if err != nil {
+			return -1
+		}
+		for _, b := range list.Items {
+			if b.Spec.Labels["RecurringJob"] == job && b.Status.State == longhorn.BackupStateCompleted {
+				n++
+			}
+		}
+		return n
+	}
+	list, err := c.lh.LonghornV1beta2().Snapshots(ns).List(c.ctx, metav1.ListOptions{})
+	if err != nil {
+		return -1
+	}
+	for _, s := range list.Items {
+		if s.Spec.Volume == vol && (s.Spec.Labels["RecurringJob"] == job || s.Status.Labels["RecurringJob"] == job) {
+			n++
+		}
+	}
+	return n
 }
