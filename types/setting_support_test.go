@@ -216,7 +216,7 @@ func TestValidateSettingSupported(t *testing.T) {
 		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, `{"v1":"false"}`, true},
 		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, `{"v1":"true"}`, false},
 		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, "true", false},
-		{SettingNameEngineReplicaTimeout, "20", true}, // implemented
+		{SettingNameEngineReplicaTimeout, "20", true},         // implemented
 		{SettingNameGuaranteedInstanceManagerCPU, "20", true}, // implemented
 		{SettingNameSnapshotDataIntegrity, "disabled", true},
 		{SettingNameSnapshotDataIntegrity, "enabled", false},
