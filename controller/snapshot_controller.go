@@ -182,20 +182,7 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Resu
 	}
 	running := eRO != nil && eRO.Status.CurrentState == longhorn.InstanceStateRunning
 	if !running || eRO.Status.OwnerID != c.opts.NodeName {
-		if eRO == nil && sRO.DeletionTimestamp != nil {
-			if err := c.dropSnapshotTicket(ctx, sRO); err != nil {
-				return Done, err
-			}
-			return Done, c.dropSnapshotObject(ctx, sRO) // no engine, no data to remove
-		}
-		if !running && snapshotNeedsEngine(sRO, eRO != nil) {
-			// A detached volume: attach it for the snapshot.
-			if ok, err := c.ensureSnapshotTicket(ctx, sRO); err != nil || !ok {
-				return Done, err
-			}
-			return WaitShort, nil
-		}
-		return Done, nil
+		return c.syncSnapshotWithoutEngine(ctx, sRO, eRO, running)
 	}
 	info, listed := eRO.Status.Snapshots[sRO.Name]
 	switch {
@@ -212,20 +199,39 @@ func (c *SnapshotController) syncSnapshot(ctx context.Context, key string) (Resu
 		}
 		return WaitShort, nil
 	case listed:
+		st := snapshotStatusOf(info, c.opts.NodeName, eRO.Spec.VolumeSize)
+		st.RequestedTime = sRO.Status.RequestedTime
+		if !reflect.DeepEqual(st, sRO.Status) {
+			s := sRO.DeepCopy()
+			s.Status = st
+			if _, err := c.ds.UpdateSnapshotStatus(ctx, s); err != nil {
+				return Done, err
+			}
+		}
+		// The status first: a volume attached for the snapshot detaches
+		// once the ticket goes, and its engine's list with it.
+		return Done, c.dropSnapshotTicket(ctx, sRO)
+	}
+	return Done, nil
+}
+
+// syncSnapshotWithoutEngine handles a Snapshot object whose engine does
+// not run here: without an engine at all a deleted object just goes; a
+// snapshot to take or remove on a detached volume gets the volume attached.
+func (c *SnapshotController) syncSnapshotWithoutEngine(ctx context.Context, sRO *longhorn.Snapshot, eRO *longhorn.Engine, running bool) (Result, error) {
+	if eRO == nil && sRO.DeletionTimestamp != nil {
 		if err := c.dropSnapshotTicket(ctx, sRO); err != nil {
 			return Done, err
 		}
-		st := snapshotStatusOf(info, c.opts.NodeName, eRO.Spec.VolumeSize)
-		st.RequestedTime = sRO.Status.RequestedTime
-		if reflect.DeepEqual(st, sRO.Status) {
-			return Done, nil
-		}
-		s := sRO.DeepCopy()
-		s.Status = st
-		_, err := c.ds.UpdateSnapshotStatus(ctx, s)
+		return Done, c.dropSnapshotObject(ctx, sRO) // no engine, no data to remove
+	}
+	if running || !snapshotNeedsEngine(sRO, eRO != nil) {
+		return Done, nil // another node's engine, or nothing to do
+	}
+	if ok, err := c.ensureSnapshotTicket(ctx, sRO); err != nil || !ok {
 		return Done, err
 	}
-	return Done, nil
+	return WaitShort, nil
 }
 
 // removeSnapshot marks the snapshot removed and starts a purge; the object

@@ -13,7 +13,7 @@ import (
 )
 
 // TestCSIDeployment: the CSIDriver, the node plugin running `longhorn csi`
-// with flags the binary defines, and the three sidecars with Longhorn's
+// with flags the binary defines, and the four sidecars with Longhorn's
 // flags (--timeout=1m50s, leader election) on the plugin's socket.
 func TestCSIDeployment(t *testing.T) {
 	objs := manifestObjects(t)
@@ -47,7 +47,7 @@ func TestCSIDeployment(t *testing.T) {
 			t.Errorf("plugin passes --%s, which `longhorn csi` does not define", name)
 		}
 	}
-	for _, name := range []string{"csi-attacher", "csi-provisioner", "csi-resizer"} {
+	for _, name := range []string{"csi-attacher", "csi-provisioner", "csi-resizer", "csi-snapshotter"} {
 		d := find[*appsv1.Deployment](objs, name)
 		if d == nil {
 			t.Errorf("no Deployment %s", name)

@@ -199,7 +199,7 @@ func csiSchema() map[string]any {
 		props[k] = nullable(map[string]any{"type": "integer", "minimum": 1})
 	}
 	s := object(props)
-	s["description"] = "Longhorn's CSI deployment values (chart/templates/csi-*.yaml); ~ takes the default (kubelet at /var/lib/kubelet, 3 replicas per sidecar, soft anti-affinity); snapshotterReplicaCount is accepted until the driver serves snapshots"
+	s["description"] = "Longhorn's CSI deployment values (chart/templates/csi-*.yaml); ~ takes the default (kubelet at /var/lib/kubelet, 3 replicas per sidecar, soft anti-affinity)"
 	return s
 }
 

@@ -8,9 +8,9 @@ csi-sidecars: ## build or reuse csi-provisioner/attacher/resizer/snapshotter and
 	@hack/csi-sidecars/build.sh "$(CACHE_DIR)"
 
 # The sidecars the chart deploys go into the product image beside longhorn
-# (hack/image -extra-bin). csi-snapshotter and snapshot-controller join them
-# when the driver serves snapshots.
-CSI_IMAGE_SIDECARS := csi-provisioner csi-attacher csi-resizer
+# (hack/image -extra-bin), with snapshot-controller for clusters that lack
+# one (Longhorn leaves it to the cluster; test/e2e deploys it from this image).
+CSI_IMAGE_SIDECARS := csi-provisioner csi-attacher csi-resizer csi-snapshotter snapshot-controller
 IMAGE_EXTRA_BINS += $(addprefix $(CSI_SIDECARS_DIR)/,$(CSI_IMAGE_SIDECARS))
 image: csi-sidecars
 

@@ -71,6 +71,8 @@ func (e *pvcEnv) cleanupNamespace() {
 	kube := e.f.Kube
 	pvcs, _ := kube.CoreV1().PersistentVolumeClaims(pvcNamespace).List(ctx, metav1.ListOptions{})
 	zero := int64(0)
+	// VolumeSnapshots, where their CRD is installed (TestPVCVolumeSnapshot).
+	_, _ = e.f.Kubectl(ctx, "delete", "volumesnapshot", "--all", "-n", pvcNamespace, "--ignore-not-found", "--timeout=60s")
 	_ = kube.AppsV1().StatefulSets(pvcNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
 	_ = kube.CoreV1().Pods(pvcNamespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &zero}, metav1.ListOptions{})
 	_ = kube.CoreV1().PersistentVolumeClaims(pvcNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
