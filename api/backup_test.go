@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/net/websocket"
+
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
@@ -159,3 +161,35 @@ func TestBackupRoutes(t *testing.T) {
 }
 
 func (e *apiEnv) ctx() context.Context { return context.Background() }
+
+// TestBackupVolumeStream: /v1/ws/backupvolumes sends the backup volumes on
+// connect and again when a BackupVolume changes.
+func TestBackupVolumeStream(t *testing.T) {
+	e := newFakeEnv(t, Options{}, testBackupTarget("default", true), testBackupVolume("vol", "default"))
+	conn := dialStream(t, e, "/v1/ws/backupvolumes")
+	next := func() string {
+		t.Helper()
+		if err := conn.SetReadDeadline(time.Now().Add(10 * time.Second)); err != nil {
+			t.Fatal(err)
+		}
+		var msg string
+		if err := websocket.Message.Receive(conn, &msg); err != nil {
+			t.Fatalf("receive: %v", err)
+		}
+		return msg
+	}
+	if msg := next(); !strings.Contains(msg, `"resourceType":"backupVolume"`) || !strings.Contains(msg, `"lastBackupName":"backup-1"`) {
+		t.Fatalf("first message %s", msg)
+	}
+	bv, err := e.ds.GetBackupVolume(e.ctx(), "vol")
+	if err != nil {
+		t.Fatal(err)
+	}
+	bv.Status.LastBackupName = "backup-2"
+	if _, err := e.ds.UpdateBackupVolumeStatus(e.ctx(), bv); err != nil {
+		t.Fatal(err)
+	}
+	if msg := next(); !strings.Contains(msg, `"lastBackupName":"backup-2"`) {
+		t.Fatalf("after the change %s", msg)
+	}
+}

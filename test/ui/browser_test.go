@@ -16,6 +16,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/longhorn-go/longhorn/internal/testutil"
 	"github.com/longhorn-go/longhorn/testbed/cluster"
 	"github.com/longhorn-go/longhorn/testbed/framework"
 	"github.com/longhorn-go/longhorn/ui"
@@ -44,6 +45,11 @@ func TestBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	s3Env, stopS3, err := backupTargetEnv(ctx, c, f, testutil.ToolsRequired())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stopS3()
 	artifacts := os.Getenv("LONGHORN_UI_ARTIFACTS")
 	if artifacts == "" {
 		artifacts = filepath.Join(moduleRoot(), "bin", "ui-e2e")
@@ -61,6 +67,7 @@ func TestBrowser(t *testing.T) {
 	cmd.Dir = filepath.Join(moduleRoot(), "ui")
 	cmd.Env = append(os.Environ(), "LONGHORN_UI_URL="+uiURL+"/", "LONGHORN_UI_CONTROL="+ctlURL,
 		"LONGHORN_UI_ARTIFACTS="+artifacts, "PLAYWRIGHT_SKIP_BROWSER_DOWNLOAD=1")
+	cmd.Env = append(cmd.Env, s3Env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.WaitDelay = 10 * time.Second
 	if err := cmd.Run(); err != nil {

@@ -105,18 +105,24 @@ func FindVersitygw() string { return versitygwPath() }
 // storing objects under root, for programs that are not tests (the
 // benchmark); the caller calls Stop.
 func StartS3Server(bin, root, prefix string) (*S3, error) {
+	return StartS3ServerOn(bin, root, prefix, "127.0.0.1")
+}
+
+// StartS3ServerOn is StartS3Server listening on host (an address of this
+// machine, e.g. a test cluster's bridge gateway, so that pods reach it).
+func StartS3ServerOn(bin, root, prefix, host string) (*S3, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
 	var lastErr error
 	for attempt := 0; attempt < 5; attempt++ {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
 		if err != nil {
 			return nil, err
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		s, err := startS3(bin, root, port)
+		s, err := startS3(bin, root, host, port)
 		if err == nil {
 			s.URL = "s3://" + s3Bucket + "@us-east-1/"
 			if prefix != "" {
@@ -129,12 +135,13 @@ func StartS3Server(bin, root, prefix string) (*S3, error) {
 	return nil, lastErr
 }
 
-func startS3(bin, root string, port int) (*S3, error) {
-	s := &S3{Endpoint: "http://127.0.0.1:" + strconv.Itoa(port), Bucket: s3Bucket, AccessKey: s3Access,
+func startS3(bin, root, host string, port int) (*S3, error) {
+	addr := net.JoinHostPort(host, strconv.Itoa(port))
+	s := &S3{Endpoint: "http://" + addr, Bucket: s3Bucket, AccessKey: s3Access,
 		SecretKey: s3Secret, Root: root, logs: &bytes.Buffer{}}
 	s.Credential = map[string]string{"AWS_ACCESS_KEY_ID": s3Access, "AWS_SECRET_ACCESS_KEY": s3Secret, "AWS_ENDPOINTS": s.Endpoint}
 	s.cmd = exec.Command(bin, "--access", s3Access, "--secret", s3Secret, "--region", "us-east-1",
-		"--port", "127.0.0.1:"+strconv.Itoa(port), "--quiet", "posix", root)
+		"--port", addr, "--quiet", "posix", root)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
