@@ -16,6 +16,7 @@ import (
 	"github.com/longhorn-go/longhorn/controller/lifecycle"
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // EngineController runs engine processes, mirrors what the engine monitor
@@ -105,7 +106,9 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	}
 	err = c.reconcileInstance(ctx, instanceTarget{
 		Object: e, Name: e.Name, Type: engineapi.InstanceTypeEngine, Spec: &e.Spec.InstanceSpec, Status: &e.Status.InstanceStatus,
-		ProcessSpec: func(im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) { return engineProcessSpec(e, im) },
+		ProcessSpec: func(im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) {
+			return engineProcessSpec(e, im, c.engineSettings(ctx))
+		},
 	})
 	if err != nil {
 		return Done, err
@@ -195,9 +198,34 @@ func engineFrontend(e *longhorn.Engine) string {
 	return ""
 }
 
+// engineLaunchSettings are the settings an engine process starts with.
+type engineLaunchSettings struct {
+	// ReplicaTimeout is engine-replica-timeout (v1), in seconds; 0: the
+	// engine's default.
+	ReplicaTimeout int64
+	// SnapshotMaxCount is snapshot-max-count, for volumes whose
+	// spec.snapshotMaxCount is 0; 0: the engine's default.
+	SnapshotMaxCount int64
+}
+
+// engineSettings reads engineLaunchSettings; a setting that cannot be read
+// leaves the engine's default.
+func (c *EngineController) engineSettings(ctx context.Context) engineLaunchSettings {
+	var st engineLaunchSettings
+	if v, err := c.ds.GetSettingAsIntByDataEngine(ctx, types.SettingNameEngineReplicaTimeout, longhorn.DataEngineTypeV1); err == nil {
+		st.ReplicaTimeout = v
+	}
+	if v, err := c.ds.GetSettingAsInt(ctx, types.SettingNameSnapshotMaxCount); err == nil {
+		st.SnapshotMaxCount = v
+	}
+	return st
+}
+
 // engineProcessSpec renders `longhorn engine controller VOL` with the
-// replicas of spec.replicaAddressMap; an engine without replicas waits.
-func engineProcessSpec(e *longhorn.Engine, im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) {
+// replicas of spec.replicaAddressMap, the volume's snapshot limits (else
+// snapshot-max-count) and engine-replica-timeout; an engine without
+// replicas waits.
+func engineProcessSpec(e *longhorn.Engine, im *longhorn.InstanceManager, st engineLaunchSettings) (engineapi.InstanceSpec, error) {
 	if len(e.Spec.ReplicaAddressMap) == 0 {
 		return engineapi.InstanceSpec{}, errNotReady
 	}
@@ -214,8 +242,14 @@ func engineProcessSpec(e *longhorn.Engine, im *longhorn.InstanceManager) (engine
 	if e.Spec.RevisionCounterDisabled {
 		extra = append(extra, "--disable-revision-counter")
 	}
-	if e.Spec.SnapshotMaxCount > 0 {
+	switch {
+	case e.Spec.SnapshotMaxCount > 0:
 		extra = append(extra, "--snapshot-max-count", strconv.Itoa(e.Spec.SnapshotMaxCount))
+	case st.SnapshotMaxCount > 0: // the engine takes 2..250
+		extra = append(extra, "--snapshot-max-count", strconv.FormatInt(min(max(st.SnapshotMaxCount, 2), 250), 10))
+	}
+	if st.ReplicaTimeout >= 1 && st.ReplicaTimeout <= 30 {
+		extra = append(extra, "--engine-replica-timeout", strconv.FormatInt(st.ReplicaTimeout, 10))
 	}
 	if e.Spec.SnapshotMaxSize > 0 {
 		extra = append(extra, "--snapshot-max-size", strconv.FormatInt(e.Spec.SnapshotMaxSize, 10))

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -38,5 +39,33 @@ func TestInstanceManagerCPURequest(t *testing.T) {
 	}
 	if !podNeedsRecreate(none, with) || podNeedsRecreate(with, imPod(im, imPodParams{CPURequest: 240})) {
 		t.Error("a changed CPU request must recreate the pod, an unchanged one not")
+	}
+}
+
+// An engine starts with engine-replica-timeout, and with snapshot-max-count
+// unless its volume sets its own limit (the engine takes 2..250).
+func TestEngineLaunchSettings(t *testing.T) {
+	e := &longhorn.Engine{}
+	e.Name, e.Spec.VolumeName, e.Spec.VolumeSize = "vol-e-0", "vol", 1<<30
+	e.Spec.ReplicaAddressMap = map[string]string{"r1": "10.0.0.1:10000"}
+	im := &longhorn.InstanceManager{}
+	im.Status.IP = "10.0.0.1"
+	args := func(st engineLaunchSettings) string {
+		spec, err := engineProcessSpec(e, im, st)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.Join(spec.Args, " ")
+	}
+	if a := args(engineLaunchSettings{ReplicaTimeout: 12, SnapshotMaxCount: 100}); !strings.Contains(a, "--engine-replica-timeout 12") ||
+		!strings.Contains(a, "--snapshot-max-count 100") {
+		t.Errorf("args %q", a)
+	}
+	if a := args(engineLaunchSettings{SnapshotMaxCount: 1000}); !strings.Contains(a, "--snapshot-max-count 250") || strings.Contains(a, "--engine-replica-timeout") {
+		t.Errorf("args %q", a)
+	}
+	e.Spec.SnapshotMaxCount = 5
+	if a := args(engineLaunchSettings{SnapshotMaxCount: 100}); !strings.Contains(a, "--snapshot-max-count 5") || strings.Contains(a, "--snapshot-max-count 100") {
+		t.Errorf("the volume's own limit: args %q", a)
 	}
 }

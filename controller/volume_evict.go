@@ -2,8 +2,10 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
@@ -32,10 +34,20 @@ func evictionRequestedFor(r *longhorn.Replica, nodes map[string]*longhorn.Node) 
 // count as surplus: replenish adds a replica elsewhere (the scheduler avoids
 // evicting nodes and disks) and cleanup removes an evicting replica once
 // spec.numberOfReplicas healthy replicas live elsewhere, so the volume never
-// drops below its count, and the last healthy replica waits. Eviction runs
-// while the volume is attached (a detached volume waits for its next attach).
-func (c *VolumeController) reconcileEviction(_ context.Context, s *volumeSnapshot) error {
+// drops below its count, and the last healthy replica waits. A detached
+// volume is attached for it, frontend disabled, by a volume-eviction-
+// controller attachment ticket, removed once no replica is evicting.
+func (c *VolumeController) reconcileEviction(ctx context.Context, s *volumeSnapshot) error {
+	evicting := false
+	defer func() {
+		if err := c.syncEvictionTicket(ctx, s, evicting && s.vol.DeletionTimestamp == nil); err != nil {
+			LoggerFrom(ctx).WithError(err).Warn("Eviction attachment ticket")
+		}
+	}()
 	for _, r := range s.sortedReplicas() {
+		if !deleting(r) && !s.gone[r.Name] && evictionRequestedFor(r, s.nodes) {
+			evicting = true
+		}
 		if deleting(r) || s.fresh[r.Name] {
 			continue
 		}
@@ -72,4 +84,35 @@ func (c *VolumeController) evictReplicas(s *volumeSnapshot) bool {
 			"Removed replica %s from node %s: %d healthy replicas run elsewhere", r.Name, r.Spec.NodeID, n.healthyRW-n.evictingRW)
 	}
 	return remaining
+}
+
+// syncEvictionTicket adds (want) or removes the volume's
+// volume-eviction-controller attachment ticket (on the owner's node,
+// frontend disabled), as Longhorn's volume eviction controller does.
+func (c *VolumeController) syncEvictionTicket(ctx context.Context, s *volumeSnapshot, want bool) error {
+	vaRO, err := c.ds.GetVolumeAttachmentRO(ctx, s.vol.Name)
+	if apierrors.IsNotFound(err) {
+		return nil // made by ensureVolumeAttachment; the next sync adds the ticket
+	}
+	if err != nil {
+		return err
+	}
+	id := longhorn.GetAttachmentTicketID(longhorn.AttacherTypeVolumeEvictionController, s.vol.Name)
+	if _, has := vaRO.Spec.AttachmentTickets[id]; want == has || (want && s.vol.Status.OwnerID == "") {
+		return nil
+	}
+	va := vaRO.DeepCopy()
+	if !want {
+		delete(va.Spec.AttachmentTickets, id)
+	} else {
+		if va.Spec.AttachmentTickets == nil {
+			va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
+		}
+		va.Spec.AttachmentTickets[id] = &longhorn.AttachmentTicket{ID: id, Type: longhorn.AttacherTypeVolumeEvictionController,
+			NodeID: s.vol.Status.OwnerID, Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.TrueValue}}
+	}
+	if _, err := c.ds.UpdateVolumeAttachment(ctx, va); err != nil {
+		return fmt.Errorf("eviction attachment ticket: %w", err)
+	}
+	return nil
 }

@@ -140,3 +140,36 @@ func TestVolumeEvictionWaitsWithoutSpace(t *testing.T) {
 		t.Fatalf("eviction cancelled, replica %+v", r)
 	}
 }
+
+// A detached volume with a replica to evict gets a volume-eviction-controller
+// attachment ticket (owner's node, frontend disabled), dropped once no
+// replica is evicting.
+func TestVolumeEvictionAttachesDetachedVolume(t *testing.T) {
+	f := newFixture(t, threeNodeObjects(newVolume("vol", 3))...)
+	for range 3 {
+		f.syncVolume("vol")
+	}
+	id := longhorn.GetAttachmentTicketID(longhorn.AttacherTypeVolumeEvictionController, "vol")
+	ticket := func() *longhorn.AttachmentTicket {
+		va, err := f.lh.LonghornV1beta2().VolumeAttachments(testNS).Get(f.ctx, "vol", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return va.Spec.AttachmentTickets[id]
+	}
+	if ticket() != nil {
+		t.Fatal("eviction ticket without eviction")
+	}
+	f.setEviction("n2", "", true)
+	f.syncVolume("vol")
+	tk := ticket()
+	if tk == nil || tk.NodeID != f.volume("vol").Status.OwnerID || tk.Parameters[longhorn.AttachmentParameterDisableFrontend] != longhorn.TrueValue {
+		t.Fatalf("eviction ticket %+v", tk)
+	}
+	f.setEviction("n2", "", false)
+	waitFor(t, func() bool { return ticket() != nil })
+	f.syncVolume("vol")
+	if ticket() != nil {
+		t.Fatal("eviction ticket kept after the eviction was cancelled")
+	}
+}

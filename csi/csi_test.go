@@ -22,12 +22,16 @@ func TestParseParameters(t *testing.T) {
 	}
 	c := o.create
 	if c.NumberOfReplicas != 3 || c.StaleReplicaTimeout != 2880 || o.fsType != "ext4" || c.DataLocality != "best-effort" ||
-		strings.Join(c.DiskSelector, "|") != "ssd|fast" || c.AccessMode != "rwop" {
+		strings.Join(c.DiskSelector, "|") != "ssd|fast" || c.AccessMode != "rwop" || c.FromBackup != "" {
 		t.Fatalf("options %+v", o)
+	}
+	// fromBackup goes to the manager, which restores the volume from it.
+	if o, err := parseParameters(map[string]string{"fromBackup": "s3://b@us/?backup=x&volume=v"}); err != nil ||
+		o.create.FromBackup != "s3://b@us/?backup=x&volume=v" {
+		t.Fatalf("fromBackup: %+v %v", o, err)
 	}
 	refused := map[string]string{
 		"numberOfReplicas":        "0",
-		"fromBackup":              "s3://b@us/?backup=x&volume=v",
 		"encrypted":               "true",
 		"share":                   "true",
 		"replicaSoftAntiAffinity": "enabled",

@@ -110,12 +110,15 @@ func refuseTrue(feature string) paramRule {
 var paramRules = map[string]paramRule{
 	"numberOfReplicas":    intParam(1, 20, func(o *volumeOptions, n int) { o.create.NumberOfReplicas = n }),
 	"staleReplicaTimeout": intParam(0, 1<<30, func(o *volumeOptions, n int) { o.create.StaleReplicaTimeout = n }),
-	"fromBackup":          notYet("restoring a volume from a backup (fromBackup)"),
-	"backupTargetName":    func(o *volumeOptions, v string) error { o.create.BackupTargetName = v; return nil },
-	"backupBlockSize":     notYet("backups (backupBlockSize)"),
-	"dataSource":          notYet("cloning a volume (dataSource)"),
-	"cloneMode":           notYet("cloning a volume (cloneMode)"),
-	"share":               refuseTrue("RWX volumes (share=true) need the share manager, which"),
+	// fromBackup: the volume is restored from the backup URL
+	// (<target>?backup=<name>&volume=<volume>); the manager's webhook
+	// checks it and names spec.fromBackup when it refuses one.
+	"fromBackup":       func(o *volumeOptions, v string) error { o.create.FromBackup = strings.TrimSpace(v); return nil },
+	"backupTargetName": func(o *volumeOptions, v string) error { o.create.BackupTargetName = v; return nil },
+	"backupBlockSize":  notYet("backups (backupBlockSize)"),
+	"dataSource":       notYet("cloning a volume (dataSource)"),
+	"cloneMode":        notYet("cloning a volume (cloneMode)"),
+	"share":            refuseTrue("RWX volumes (share=true) need the share manager, which"),
 	"exclusive": boolParam(func(o *volumeOptions, b bool) {
 		if b {
 			o.create.AccessMode = "rwop"

@@ -211,11 +211,12 @@ func TestValidateSettingSupported(t *testing.T) {
 		{SettingNameUpgradeChecker, "false", true},
 		{SettingNameUpgradeChecker, "true", true},
 		{SettingNameFailedBackupTTL, "60", false},
-		{SettingNameEngineReplicaTimeout, "8", true},
-		{SettingNameEngineReplicaTimeout, `{"v1":"8","v2":"8"}`, true},
-		{SettingNameEngineReplicaTimeout, `{"v1":"8"}`, true},
-		{SettingNameEngineReplicaTimeout, `{"v1":"20"}`, false},
-		{SettingNameEngineReplicaTimeout, "20", false},
+		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, "false", true},
+		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, `{"v1":"false","v2":"false"}`, true},
+		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, `{"v1":"false"}`, true},
+		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, `{"v1":"true"}`, false},
+		{SettingNameSnapshotDataIntegrityImmediateCheckAfterSnapshotCreation, "true", false},
+		{SettingNameEngineReplicaTimeout, "20", true},         // implemented
 		{SettingNameGuaranteedInstanceManagerCPU, "20", true}, // implemented
 		{SettingNameSnapshotDataIntegrity, "disabled", true},
 		{SettingNameSnapshotDataIntegrity, "enabled", false},

@@ -105,7 +105,7 @@ func TestNotSupportedSettingRefused(t *testing.T) {
 		{admissionv1.Create, "node-drain-policy", "", "block-if-contains-last-replica", false},
 		{admissionv1.Update, "upgrade-checker", "true", "false", false},
 		{admissionv1.Update, "v2-data-engine", "false", "true", true},
-		{admissionv1.Update, "engine-replica-timeout", `{"v1":"8","v2":"8"}`, "20", true},
+		{admissionv1.Update, "snapshot-data-integrity-immediate-check-after-snapshot-creation", `{"v1":"false","v2":"false"}`, "true", true},
 		{admissionv1.Update, "failed-backup-ttl", "720", "720", false},
 		{admissionv1.Update, "default-replica-count", `{"v1":"3","v2":"3"}`, "2", false},
 	}

@@ -143,11 +143,9 @@ recurring-failed-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
 support-bundle-failed-history-limit: {accepted: ["","1"], message: "\"1\""}
 support-bundle-node-collection-timeout: {accepted: ["","30"], message: "\"30\""}
 deleting-confirmation-flag: {accepted: ["","false"], message: "\"false\""}
-engine-replica-timeout: {accepted: ["","8"], message: "\"8\""}
 snapshot-data-integrity: {accepted: ["","disabled","fast-check"], message: "\"disabled\" or \"fast-check\""}
 snapshot-data-integrity-cronjob: {accepted: ["","0 0 */7 * *"], message: "\"0 0 */7 * *\""}
 snapshot-data-integrity-immediate-check-after-snapshot-creation: {accepted: ["","false"], message: "\"false\""}
-snapshot-max-count: {accepted: ["","250"], message: "\"250\""}
 restore-volume-recurring-jobs: {accepted: ["","false"], message: "\"false\""}
 remove-snapshots-during-filesystem-trim: {accepted: ["","false"], message: "\"false\""}
 replica-file-sync-http-client-timeout: {accepted: ["","30"], message: "\"30\""}

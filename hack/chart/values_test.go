@@ -147,14 +147,14 @@ func TestUnsupportedValuesFail(t *testing.T) {
 // of a feature switch), per data engine too; the message says so.
 func TestNotSupportedSettingsRefusedAtInstall(t *testing.T) {
 	got := renderedSettings(t, map[string]any{"defaultSettings": map[string]any{
-		"nodeDrainPolicy":        "always-allow",
-		"upgradeChecker":         false,
-		"snapshotDataIntegrity":  map[string]any{"v1": "disabled", "v2": "fast-check"},
-		"engineReplicaTimeout":   `{"v1":"8","v2":"8"}`,
-		"csiAllowedTopologyKeys": "",
+		"nodeDrainPolicy":       "always-allow",
+		"upgradeChecker":        false,
+		"snapshotDataIntegrity": map[string]any{"v1": "disabled", "v2": "fast-check"},
+		"snapshotDataIntegrityImmediateCheckAfterSnapshotCreation": `{"v1":"false","v2":"false"}`,
+		"csiAllowedTopologyKeys":                                   "",
 	}})
 	for name, want := range map[string]string{"node-drain-policy": "always-allow", "upgrade-checker": "false",
-		"snapshot-data-integrity": `{"v1":"disabled","v2":"fast-check"}`, "engine-replica-timeout": `{"v1":"8","v2":"8"}`} {
+		"snapshot-data-integrity": `{"v1":"disabled","v2":"fast-check"}`, "snapshot-data-integrity-immediate-check-after-snapshot-creation": `{"v1":"false","v2":"false"}`} {
 		if got[name] != want {
 			t.Errorf("%s = %q, want %q", name, got[name], want)
 		}
@@ -163,11 +163,11 @@ func TestNotSupportedSettingsRefusedAtInstall(t *testing.T) {
 		}
 	}
 	for key, v := range map[string]any{
-		"nodeDrainPolicy":        "block-for-eviction",
-		"snapshotDataIntegrity":  map[string]any{"v1": "enabled"},
-		"engineReplicaTimeout":   `{"v1":"20"}`,
-		"csiAllowedTopologyKeys": "topology.kubernetes.io/zone",
-		"upgradeResponderURL":    "https://example.invalid/v1",
+		"nodeDrainPolicy":       "block-for-eviction",
+		"snapshotDataIntegrity": map[string]any{"v1": "enabled"},
+		"snapshotDataIntegrityImmediateCheckAfterSnapshotCreation": `{"v1":"true"}`,
+		"csiAllowedTopologyKeys":                                   "topology.kubernetes.io/zone",
+		"upgradeResponderURL":                                      "https://example.invalid/v1",
 	} {
 		err := renderErr(map[string]any{"defaultSettings": map[string]any{key: v}})
 		if !strings.Contains(err, "defaultSettings."+key) || !strings.Contains(err, "not supported yet") {
