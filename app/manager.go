@@ -43,7 +43,7 @@ func managerCommand() *cli.Command {
 			&cli.StringFlag{Name: "instance-manager-image", EnvVars: []string{"INSTANCE_MANAGER_IMAGE"}, Usage: "image of the instance-manager pods"},
 			&cli.BoolFlag{Name: "instance-manager-no-proxy", EnvVars: []string{"LONGHORN_INSTANCE_MANAGER_NO_PROXY"},
 				Usage: "start instance-manager pods as an instance manager older than the engine proxy (`instance-manager --no-proxy`), to test the upgrade path; existing pods are kept"},
-			&cli.StringFlag{Name: "manager-image", EnvVars: []string{"MANAGER_IMAGE"}, Usage: "image of the manager itself (recorded; Longhorn uses it for its jobs)"},
+			&cli.StringFlag{Name: "manager-image", EnvVars: []string{"MANAGER_IMAGE"}, Usage: "image of the manager itself, run by the CronJobs of recurring jobs (empty: --instance-manager-image)"},
 			&cli.StringFlag{Name: "service-account", Value: "longhorn-service-account", EnvVars: []string{"SERVICE_ACCOUNT"}, Usage: "service account of the instance-manager pods"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster"},
 			&cli.StringFlag{Name: "node-name", EnvVars: []string{"NODE_NAME"}, Usage: "this manager's node (required)"},
@@ -74,8 +74,8 @@ func parseManagerFlags(c *cli.Context) (managerConfig, error) {
 	cfg := managerConfig{
 		opts: controller.Options{NodeName: c.String("node-name"), Namespace: c.String("namespace"),
 			EngineImage: c.String("engine-image"), InstanceManagerImage: c.String("instance-manager-image"),
-			InstanceManagerNoProxy: c.Bool("instance-manager-no-proxy"),
-			ServiceAccount:         c.String("service-account"), Workers: c.Int("workers")},
+			InstanceManagerNoProxy: c.Bool("instance-manager-no-proxy"), ManagerImage: c.String("manager-image"),
+			ServiceAccount: c.String("service-account"), Workers: c.Int("workers")},
 		kubeconfig: c.String("kubeconfig"), podIP: c.String("pod-ip"), webhookPort: c.Int("webhook-port"), conversionPort: c.Int("conversion-port"),
 		webhookURL: c.String("webhook-url"), readinessPort: c.Int("readiness-port"),
 	}

@@ -37,7 +37,12 @@ type Options struct {
 	// InstanceManagerNoProxy starts instance-manager pods with --no-proxy
 	// (an instance manager older than the engine proxy; upgrade tests).
 	InstanceManagerNoProxy bool
-	// ServiceAccount runs the instance-manager pods (--service-account).
+	// ManagerImage is the manager's own image (--manager-image), which the
+	// CronJobs of recurring jobs run; "" uses InstanceManagerImage (the
+	// same product image).
+	ManagerImage string
+	// ServiceAccount runs the instance-manager pods and the recurring
+	// jobs' CronJob pods (--service-account).
 	ServiceAccount string
 	// Workers per controller; 0 means 5 (Longhorn's).
 	Workers int
@@ -135,6 +140,7 @@ func newControllers(e *env) ([]runner, error) {
 		newVolumeController, newVolumeAttachmentController, newEngineController, newReplicaController,
 		newKubernetesConfigMapController, newEngineImageController,
 		newBackupTargetController, newBackupVolumeController, newBackupController, newSnapshotController,
+		newRecurringJobController,
 	}
 	for _, b := range builders {
 		c, err := b(e)

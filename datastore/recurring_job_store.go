@@ -40,6 +40,11 @@ func (ds *DataStore) UpdateRecurringJob(ctx context.Context, obj *longhorn.Recur
 	return ds.recurringJobs.update(ctx, obj)
 }
 
+// UpdateRecurringJobStatus writes obj's status (the status subresource).
+func (ds *DataStore) UpdateRecurringJobStatus(ctx context.Context, obj *longhorn.RecurringJob) (*longhorn.RecurringJob, error) {
+	return ds.recurringJobs.updateStatus(ctx, obj)
+}
+
 // DeleteRecurringJob deletes the RecurringJob name.
 func (ds *DataStore) DeleteRecurringJob(ctx context.Context, name string) error {
 	return ds.recurringJobs.delete(ctx, name)

@@ -5,6 +5,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -180,6 +181,14 @@ spec: {task: %s, cron: "0 0 * * *", retain: 2, concurrency: 2, groups: [], label
 		if err != nil {
 			t.Fatalf("recurring job %s: %v\n%s", j.name, err, out)
 		}
+		c.eventually("cronjob "+j.name, 30*time.Second, func() (bool, string) {
+			cj, err := c.kube.BatchV1().CronJobs(ns).Get(c.ctx, j.name, metav1.GetOptions{})
+			if err != nil {
+				return false, err.Error()
+			}
+			cmd := cj.Spec.JobTemplate.Spec.Template.Spec.Containers[0].Command
+			return cj.Spec.Schedule == "0 0 * * *" && strings.Join(cmd, " ") == "longhorn recurring-job "+j.name, fmt.Sprint(cmd)
+		})
 		if out, err := c.kubectl("", "-n", ns, "label", "volumes.longhorn.io", vol, "recurring-job.longhorn.io/"+j.name+"=enabled"); err != nil {
 			t.Fatalf("label: %v\n%s", err, out)
 		}
