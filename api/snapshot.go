@@ -15,6 +15,7 @@ import (
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // The engine snapshot actions of an attached volume (Longhorn's
@@ -117,8 +118,12 @@ func (e EngineSnapshots) Revert(ctx context.Context, v *longhorn.Volume, name st
 	return c.SnapshotRevert(ctx, name)
 }
 
-// Purge implements SnapshotOps.
+// Purge implements SnapshotOps. Setting disable-snapshot-purge refuses it
+// (409), as Longhorn does during maintenance.
 func (e EngineSnapshots) Purge(ctx context.Context, v *longhorn.Volume) error {
+	if off, err := e.DS.GetSettingAsBool(ctx, types.SettingNameDisableSnapshotPurge); err == nil && off {
+		return invalidState("snapshot purge of volume %s is disabled (setting %s is true)", v.Name, types.SettingNameDisableSnapshotPurge)
+	}
 	c, err := e.engine(ctx, v)
 	if err != nil {
 		return err

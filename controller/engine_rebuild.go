@@ -94,6 +94,10 @@ func (c *EngineController) cleanupAfterRebuild(ctx context.Context, e *longhorn.
 	if err != nil || !on {
 		return err
 	}
+	if off, _ := c.ds.GetSettingAsBool(ctx, types.SettingNameDisableSnapshotPurge); off {
+		c.takeCleanup(e.Name, true) // cleaned up once purging is allowed again
+		return nil
+	}
 	names, err := engineapi.CleanupSystemSnapshots(ctx, client)
 	if len(names) > 0 {
 		c.recorder.Eventf(e, corev1.EventTypeNormal, "SystemSnapshotsCleanedUp",

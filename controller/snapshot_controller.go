@@ -245,8 +245,12 @@ func (c *SnapshotController) removeSnapshot(ctx context.Context, sRO *longhorn.S
 		if err := cl.SnapshotRemove(ctx, sRO.Name); err != nil {
 			return Done, err
 		}
-		if err := cl.SnapshotPurge(ctx, true); err != nil {
-			return Done, err
+		// disable-snapshot-purge leaves the data of the removed snapshot
+		// until purging is allowed again (the next purge merges it).
+		if off, _ := c.ds.GetSettingAsBool(ctx, types.SettingNameDisableSnapshotPurge); !off {
+			if err := cl.SnapshotPurge(ctx, true); err != nil {
+				return Done, err
+			}
 		}
 	}
 	if err := c.dropSnapshotTicket(ctx, sRO); err != nil {

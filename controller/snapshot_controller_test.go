@@ -7,12 +7,23 @@ import (
 
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // The engine's snapshot list becomes Snapshot objects; deleting one marks
 // the snapshot removed and purges; a snapshot the engine dropped loses its
 // object.
 func TestSnapshotObjectsFollowEngine(t *testing.T) {
+	if fe := snapshotObjectsFollowEngine(t, false); fe.purges != 1 {
+		t.Fatalf("purges %d, want 1", fe.purges)
+	}
+	// disable-snapshot-purge: the snapshot is marked removed, not purged.
+	if fe := snapshotObjectsFollowEngine(t, true); fe.purges != 0 {
+		t.Fatalf("purges %d with disable-snapshot-purge, want 0", fe.purges)
+	}
+}
+
+func snapshotObjectsFollowEngine(t *testing.T, purgeDisabled bool) *fakeEngine {
 	eng := &longhorn.Engine{ObjectMeta: metav1.ObjectMeta{Name: "v1-e-0", Namespace: testNS},
 		Spec: longhorn.EngineSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "v1", VolumeSize: 1 << 30}},
 		Status: longhorn.EngineStatus{InstanceStatus: longhorn.InstanceStatus{OwnerID: "n1", CurrentState: longhorn.InstanceStateRunning, IP: "10.0.0.1", Port: 1},
@@ -21,6 +32,9 @@ func TestSnapshotObjectsFollowEngine(t *testing.T) {
 				"s1":          {Name: "s1", Children: map[string]bool{"volume-head": true}, UserCreated: true, Created: "2026-12-01T00:00:00Z", Size: "4096"},
 			}}}
 	f := newFixture(t, eng)
+	if purgeDisabled {
+		f.setSetting(types.SettingNameDisableSnapshotPurge, "true")
+	}
 	fe := f.api.setEngine("v1-e-0", &engineapi.Volume{}, nil)
 	fe.snaps = map[string]*engineapi.Snapshot{"s1": {Name: "s1"}}
 	c := fixtureController[*SnapshotController](f)
@@ -47,12 +61,13 @@ func TestSnapshotObjectsFollowEngine(t *testing.T) {
 	if _, err := c.sync(f.ctx, testNS+"/s1"); err != nil {
 		t.Fatal(err)
 	}
-	if len(fe.removed) != 1 || fe.removed[0] != "s1" || fe.purges != 1 {
+	if len(fe.removed) != 1 || fe.removed[0] != "s1" {
 		t.Fatalf("engine calls: removed %v, purges %d", fe.removed, fe.purges)
 	}
 	if _, err := f.lh.LonghornV1beta2().Snapshots(testNS).Get(f.ctx, "s1", metav1.GetOptions{}); err == nil {
 		t.Fatal("deleted snapshot object still there")
 	}
+	return fe
 }
 
 // A Snapshot object to take on a detached volume puts a snapshot-controller

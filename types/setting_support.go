@@ -141,7 +141,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameReplicaDiskSoftAntiAffinity:                              reader(readVolumeSettings),
 	SettingNameAllowEmptyNodeSelectorVolume:                             reader(readVolumeSettings),
 	SettingNameAllowEmptyDiskSelectorVolume:                             reader(readVolumeSettings),
-	SettingNameDisableSnapshotPurge:                                     notSupported(),
+	SettingNameDisableSnapshotPurge:                                     reader("controller/snapshot_controller.go:removeSnapshot"),
 	SettingNameFreezeFilesystemForSnapshot:                              notSupported(),
 	SettingNameAutoCleanupWhenDeleteBackup:                              notSupported(),
 	SettingNameAutoCleanupSnapshotAfterOnDemandBackupCompleted:          notSupported(),

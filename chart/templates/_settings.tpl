@@ -161,7 +161,6 @@ data-engine-log-level: {accepted: ["","Notice"], message: "\"Notice\""}
 data-engine-log-flags: {accepted: [""], message: "\"\""}
 data-engine-interrupt-mode-enabled: {accepted: ["","false"], message: "\"false\""}
 data-engine-cpu-isolation-enabled: {accepted: ["","true"], message: "\"true\""}
-disable-snapshot-purge: {accepted: ["","false"], message: "\"false\""}
 freeze-filesystem-for-snapshot: {accepted: ["","false"], message: "\"false\""}
 auto-cleanup-when-delete-backup: {accepted: ["","false"], message: "\"false\""}
 auto-cleanup-snapshot-after-on-demand-backup-completed: {accepted: ["","false"], message: "\"false\""}
