@@ -101,6 +101,23 @@ func waitTaskRestore(t *testing.T, task *backuptask.Task, backup string) {
 func TestBackupRestoreS3ThreeReplicas(t *testing.T) {
 	testutilTools(t, "qemu-img", "qemu-io")
 	s3 := backuptarget.StartS3(t, "")
+	testBackupRestoreThreeReplicas(t, s3.URL, s3.Credential)
+}
+
+// The same against nfs-ganesha (NFSv3, the userspace client when the
+// kernel has none) and a plain directory (vfs).
+func TestBackupRestoreNFSThreeReplicas(t *testing.T) {
+	testutilTools(t, "qemu-img", "qemu-io")
+	nfs := backuptarget.StartNFS(t)
+	testBackupRestoreThreeReplicas(t, nfs.URL, nil)
+}
+
+func TestBackupRestoreVFSThreeReplicas(t *testing.T) {
+	testutilTools(t, "qemu-img", "qemu-io")
+	testBackupRestoreThreeReplicas(t, "vfs://"+t.TempDir(), nil)
+}
+
+func testBackupRestoreThreeReplicas(t *testing.T, target string, cred map[string]string) {
 	const size = 40 << 20 // 20 blocks of 2 MiB
 	dir := t.TempDir()
 	var reps []*replicaProc
@@ -115,7 +132,7 @@ func TestBackupRestoreS3ThreeReplicas(t *testing.T) {
 		t.Fatal(err)
 	}
 	task := &backuptask.Task{Controller: e.api()}
-	req := &backuptask.CreateRequest{SnapshotFileName: "snap-1", BackupTarget: s3.URL, VolumeName: "vol1", Credential: s3.Credential}
+	req := &backuptask.CreateRequest{SnapshotFileName: "snap-1", BackupTarget: target, VolumeName: "vol1", Credential: cred}
 	res, err := task.CreateBackup(ctx, req)
 	if err != nil || res.IsIncremental {
 		t.Fatalf("backup 1: %+v %v", res, err)
@@ -131,7 +148,7 @@ func TestBackupRestoreS3ThreeReplicas(t *testing.T) {
 		rreps = append(rreps, startReplica(t, filepath.Join(dir, fmt.Sprintf("restore-r%d", i)), size))
 	}
 	rtask := &backuptask.Task{Controller: startMaintenanceEngine(t, "vol1-restore", size, rreps)}
-	if err := rtask.RestoreBackup(ctx, st1.GetBackupUrl(), s3.Credential, 2); err != nil {
+	if err := rtask.RestoreBackup(ctx, st1.GetBackupUrl(), cred, 2); err != nil {
 		t.Fatal(err)
 	}
 	waitTaskRestore(t, rtask, res.BackupName)
@@ -153,7 +170,7 @@ func TestBackupRestoreS3ThreeReplicas(t *testing.T) {
 		t.Fatalf("backup 2: %+v %v; want incremental", res2, err)
 	}
 	st2 := waitTaskBackup(t, task, res2.BackupName, res2.ReplicaAddress)
-	store, err := backupstore.Open(ctx, s3.URL, s3.Credential, backupstore.Options{})
+	store, err := backupstore.Open(ctx, target, cred, backupstore.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,7 +182,7 @@ func TestBackupRestoreS3ThreeReplicas(t *testing.T) {
 	if info.NewlyUploadedDataSize == 0 || info.NewlyUploadedDataSize > changed*(2<<20)+8192 {
 		t.Fatalf("backup 2 uploaded %d bytes; want at most the %d changed blocks", info.NewlyUploadedDataSize, changed)
 	}
-	if err := rtask.RestoreBackup(ctx, st2.GetBackupUrl(), s3.Credential, 2); err != nil {
+	if err := rtask.RestoreBackup(ctx, st2.GetBackupUrl(), cred, 2); err != nil {
 		t.Fatal(err)
 	}
 	waitTaskRestore(t, rtask, res2.BackupName)

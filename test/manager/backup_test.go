@@ -1,7 +1,11 @@
 package manager_test
 
 import (
+	"bytes"
+	"crypto/sha512"
+	"encoding/hex"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -144,6 +148,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	dep := c.hostEndpoint("n3", c.engineOf("bak-dr").Status.Endpoint)
 	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x33 62M 2M")
 	t.Run("recurring jobs", func(t *testing.T) { testRecurringJobs(t, c, src) })
+	t.Run("corrupted block", func(t *testing.T) { testCorruptedBlock(t, c, filepath.Join(c.dir, "backupstore"), b1.Status.URL, spec) })
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
@@ -242,4 +247,48 @@ func (c *cluster) countJobObjects(vol, job string, backups bool) int {
 		}
 	}
 	return n
+}
+
+// testCorruptedBlock corrupts the stored block of 2 MiB of 0x11 (the
+// first blocks of bak-src) and restores a backup using it: the restore
+// fails with the Restore condition naming the block, and the volume never
+// becomes usable; the block is put back after.
+func testCorruptedBlock(t *testing.T, c *cluster, root, backupURL, spec string) {
+	sum := sha512.Sum512(bytes.Repeat([]byte{0x11}, 2<<20))
+	checksum := hex.EncodeToString(sum[:])[:64]
+	paths, _ := filepath.Glob(filepath.Join(root, "backupstore", "volumes", "*", "*", "bak-src", "blocks",
+		checksum[0:2], checksum[2:4], checksum+".blk"))
+	if len(paths) != 1 {
+		t.Fatalf("block %s: found %v", checksum, paths)
+	}
+	orig, err := os.ReadFile(paths[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	bad := append([]byte(nil), orig...)
+	for i := range bad {
+		bad[i] ^= 0x5a
+	}
+	if err := os.WriteFile(paths[0], bad, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = os.WriteFile(paths[0], orig, 0o644) }()
+	if out, err := c.kubectl(volumeYAML("bak-corrupt", spec+fmt.Sprintf(", fromBackup: %q", backupURL)), "apply", "-f", "-"); err != nil {
+		t.Fatalf("restore volume: %v\n%s", err, out)
+	}
+	c.eventually("restore of a corrupted block fails naming it", 2*time.Minute, func() (bool, string) {
+		v := c.volume("bak-corrupt")
+		if v == nil {
+			return false, "no volume"
+		}
+		if !v.Status.RestoreRequired && v.Status.RestoreInitiated {
+			t.Fatalf("volume restored from a corrupted block")
+		}
+		cond := longhorn.GetCondition(v.Status.Conditions, longhorn.VolumeConditionTypeRestore)
+		return cond.Reason == longhorn.VolumeConditionReasonRestoreFailure && strings.Contains(cond.Message, checksum),
+			fmt.Sprintf("%s/%s %q", cond.Status, cond.Reason, cond.Message)
+	})
+	if out, err := c.kubectl("", "-n", ns, "delete", "volumes.longhorn.io", "bak-corrupt", "--wait=false"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
 }
