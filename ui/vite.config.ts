@@ -25,8 +25,8 @@ export default defineConfig({
     globals: true,
     setupFiles: ["src/test/setup.ts"],
     include: ["src/**/*.test.{ts,tsx}"],
-    // Bounded, but not by the 5 s default: on a loaded shared machine a
-    // test that types into a dialog takes several seconds.
-    testTimeout: 30_000,
+    // Typing through userEvent on a loaded 2-core machine takes seconds;
+    // Vitest's 5 s default timed a correct test out.
+    testTimeout: 30000,
   },
 });
