@@ -241,12 +241,38 @@ func (c *BackupController) complete(ctx context.Context, bRO *longhorn.Backup, u
 	if url != "" {
 		info.URL = url
 	}
+	if err := c.syncBackupVolumeOf(ctx, btRO.Name, bRO.Labels[labelBackupVolume]); err != nil {
+		return err
+	}
 	c.recorder.Eventf(bRO, "Normal", "BackupCompleted", "Backup %s of snapshot %s completed", bRO.Name, info.SnapshotName)
 	return c.setStatus(ctx, bRO, func(s *longhorn.BackupStatus) {
 		replica := s.ReplicaAddress
 		*s = completedBackupStatus(info, btRO.Name, c.opts.NodeName, c.now())
 		s.ReplicaAddress = replica
 	})
+}
+
+// syncBackupVolumeOf asks the volume's BackupVolume in target to re-read the
+// store now (spec.syncRequestedAt), creating it for a volume's first backup,
+// as Longhorn's backup controller does when a backup completes: its size and
+// last backup show at once instead of after the next poll.
+func (c *BackupController) syncBackupVolumeOf(ctx context.Context, target, volume string) error {
+	name := BackupVolumeName(target, volume)
+	bv, err := c.ds.GetBackupVolume(ctx, name)
+	if apierrors.IsNotFound(err) {
+		create, _ := planBackupVolumes(target, []string{volume}, nil)
+		_, err = c.ds.CreateBackupVolume(ctx, create[0])
+		if apierrors.IsAlreadyExists(err) {
+			return nil
+		}
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	bv.Spec.SyncRequestedAt = metav1.NewTime(c.now())
+	_, err = c.ds.UpdateBackupVolume(ctx, bv)
+	return err
 }
 
 // deleteBackup removes the backup from the store unless it never got there

@@ -49,6 +49,10 @@ test("back up a snapshot by clicking and delete the backup", async ({ page, prob
     await shot("volume-backups", page.getByRole("heading", { name: "Backups" }));
 
     await page.getByRole("navigation", { name: "Main" }).getByRole("link", { name: "Backups" }).click();
+    // The completed backup made the backup volume re-read the store: its size and last backup show.
+    const bvRow = page.getByRole("table", { name: "backup volumes" }).getByRole("row").filter({ hasText: name });
+    await expect(bvRow).toContainText("256 MiB", { timeout: 60_000 });
+    await expect(bvRow.getByRole("cell").nth(2)).not.toHaveText("-"); // Last backup
     await page.getByRole("button", { name: new RegExp(name), expanded: false }).click({ timeout: 120_000 });
     const list = page.getByRole("table", { name: `backups of ${name}` });
     await expect(list.getByText("Completed")).toBeVisible();
