@@ -109,12 +109,7 @@ func (s *Server) snapshotCRCreate(ctx context.Context, r *http.Request, _ urls, 
 	if _, err := s.ds.GetSnapshotRO(ctx, name); err == nil {
 		return 0, nil, newError(http.StatusConflict, CodeConflict, "snapshot %q already exists", name)
 	}
-	ops, err := s.snapshots()
-	if err != nil {
-		return 0, nil, err
-	}
-	taken, err := ops.Create(ctx, v, name, in.Labels)
-	if errors.Is(err, ErrNoEngine) && v.Status.State == longhorn.VolumeStateDetached {
+	if v.Status.State == longhorn.VolumeStateDetached {
 		// A detached volume: the snapshot controller attaches it (a
 		// snapshot-controller ticket) and takes the snapshot, as Longhorn's.
 		sn := &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: types.VolumeLabels(v.Name)},
@@ -125,6 +120,11 @@ func (s *Server) snapshotCRCreate(ctx context.Context, r *http.Request, _ urls, 
 		}
 		return http.StatusOK, snapshotCR(out, nil, v.Spec.Size), nil
 	}
+	ops, err := s.snapshots()
+	if err != nil {
+		return 0, nil, err
+	}
+	taken, err := ops.Create(ctx, v, name, in.Labels)
 	if err != nil {
 		return 0, nil, snapshotErr(err)
 	}

@@ -155,6 +155,9 @@ func (c *InstanceManagerController) syncInstanceManager(ctx context.Context, key
 		if done, err := c.reconcilePod(ctx, im, pod); done || err != nil {
 			return WaitShort, err
 		}
+		if err := c.reconcilePDB(ctx, im); err != nil {
+			LoggerFrom(ctx).WithError(err).Warn("Instance manager PodDisruptionBudget")
+		}
 	}
 	reachable := false
 	if pod != nil && pod.Status.Phase == corev1.PodRunning && pod.Status.PodIP != "" && !nodeDown {

@@ -239,7 +239,7 @@ func TestValidateSettingSupported(t *testing.T) {
 			t.Errorf("%s=%q: error %q should be a SettingValueError naming the setting and saying not supported yet", c.name, c.value, err)
 		}
 	}
-	if got := AcceptedValues(SettingNameNodeDrainPolicy); strings.Join(got, ",") != "always-allow,block-if-contains-last-replica" {
+	if got := AcceptedValues(SettingNameNodeDrainPolicy); strings.Join(got, ",") != "allow-if-replica-is-stopped,always-allow,block-if-contains-last-replica" {
 		t.Errorf("AcceptedValues(node-drain-policy) = %v", got)
 	}
 	if AcceptedValues(SettingNameDefaultReplicaCount) != nil {

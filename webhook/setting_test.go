@@ -100,7 +100,8 @@ func TestNotSupportedSettingRefused(t *testing.T) {
 		refused       bool
 	}{
 		{admissionv1.Update, "node-drain-policy", "block-if-contains-last-replica", "block-for-eviction", true},
-		{admissionv1.Create, "node-drain-policy", "", "allow-if-replica-is-stopped", true},
+		{admissionv1.Create, "node-drain-policy", "", "block-for-eviction-if-contains-last-replica", true},
+		{admissionv1.Create, "node-drain-policy", "", "allow-if-replica-is-stopped", false},
 		{admissionv1.Update, "node-drain-policy", "block-if-contains-last-replica", "always-allow", false},
 		{admissionv1.Create, "node-drain-policy", "", "block-if-contains-last-replica", false},
 		{admissionv1.Update, "upgrade-checker", "true", "false", false},

@@ -25,10 +25,14 @@ func SettingsDocBlock() string {
 	for _, d := range types.SettingDefinitions() {
 		s, _ := types.GetSettingSupport(d.Name)
 		status, where := "implemented", "`"+s.Reader+"`"
-		if s.NotSupported {
+		switch {
+		case s.NotSupported && s.Reader != "":
+			status = "partly implemented"
+			where = "`" + s.Reader + "`; accepts only " + strings.Join(quoteAllMarkdown(types.AcceptedValues(d.Name)), " or ")
+		case s.NotSupported:
 			status = "not supported yet"
 			where = "accepts only " + strings.Join(quoteAllMarkdown(types.AcceptedValues(d.Name)), " or ")
-		} else {
+		default:
 			supported++
 		}
 		fmt.Fprintf(&rows, "| `%s` | %s | %s |\n", d.Name, status, where)

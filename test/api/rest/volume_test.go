@@ -191,17 +191,23 @@ func testVolumeRecurringJobs(t *testing.T, f *fixture) {
 	}
 }
 
-// testSnapshotCRs: on a detached volume the Snapshot objects can be listed
-// but not made (the engine takes them; test/manager makes them on a real
-// engine); a Snapshot object made by another client (as a controller would
-// write it) is listed and read with its status.
+// testSnapshotCRs: on a detached volume snapshotCRCreate writes a Snapshot
+// object with spec.createSnapshot for the snapshot controller, which
+// attaches the volume and takes it (as Longhorn's; test/manager takes them
+// on a real engine); a Snapshot object made by another client (as a
+// controller would write it) is listed and read with its status.
 func testSnapshotCRs(t *testing.T, f *fixture) {
 	v, _ := f.cli.ByID("volume", "rest-vol")
-	if _, listed := v.Actions()["snapshotCRCreate"]; listed {
-		t.Error("snapshotCRCreate listed on a detached volume")
+	if _, listed := v.Actions()["snapshotCRCreate"]; !listed {
+		t.Error("snapshotCRCreate not listed on a detached volume")
 	}
-	if st, body := post(t, f.base+"/v1/volumes/rest-vol?action=snapshotCRCreate", `{"name":"x"}`); st != 409 {
+	if st, body := post(t, f.base+"/v1/volumes/rest-vol?action=snapshotCRCreate", `{"name":"rest-detached-snap"}`); st != 200 {
 		t.Errorf("snapshotCRCreate on a detached volume = %d %s", st, body)
+	}
+	if sn, err := f.lh.LonghornV1beta2().Snapshots(ns).Get(f.ctx, "rest-detached-snap", metav1.GetOptions{}); err != nil || !sn.Spec.CreateSnapshot || sn.Spec.Volume != "rest-vol" {
+		t.Errorf("Snapshot object of snapshotCRCreate on a detached volume: %+v %v", sn, err)
+	} else if err := f.lh.LonghornV1beta2().Snapshots(ns).Delete(f.ctx, sn.Name, metav1.DeleteOptions{}); err != nil {
+		t.Error(err)
 	}
 	sn := &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "rest-snap-1", Namespace: ns, Labels: map[string]string{"longhornvolume": "rest-vol"}},
 		Spec: longhorn.SnapshotSpec{Volume: "rest-vol", Labels: map[string]string{"app": "db"}}}

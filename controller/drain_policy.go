@@ -1,0 +1,97 @@
+package controller
+
+import (
+	"context"
+	"fmt"
+
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
+)
+
+// Values of the node-drain-policy setting this product acts on (the two
+// block-for-eviction policies are not supported yet).
+const (
+	drainBlockIfContainsLastReplica = "block-if-contains-last-replica"
+	drainAllowIfReplicaIsStopped    = "allow-if-replica-is-stopped"
+	drainAlwaysAllow                = "always-allow"
+)
+
+// imNeedsPDB decides whether the instance-manager pod of node gets a
+// PodDisruptionBudget (minAvailable 1), which makes `kubectl drain` stop at
+// it, as Longhorn does per node-drain-policy: always-allow never;
+// block-if-contains-last-replica while the node holds the last healthy
+// replica of a volume; allow-if-replica-is-stopped only while such a
+// replica runs (pure).
+func imNeedsPDB(policy, node string, replicas []*longhorn.Replica) bool {
+	if policy == drainAlwaysAllow {
+		return false
+	}
+	here, elsewhere := map[string]bool{}, map[string]bool{}
+	for _, r := range replicas {
+		if deleting(r) || failed(r) || r.Spec.HealthyAt == "" || r.Spec.NodeID == "" {
+			continue
+		}
+		switch {
+		case r.Spec.NodeID != node:
+			elsewhere[r.Spec.VolumeName] = true
+		case policy == drainAllowIfReplicaIsStopped && !running(r):
+		default:
+			here[r.Spec.VolumeName] = true
+		}
+	}
+	for v := range here {
+		if !elsewhere[v] {
+			return true
+		}
+	}
+	return false
+}
+
+// imPDB is the PodDisruptionBudget of im's pod: same name, minAvailable 1,
+// owned by the InstanceManager.
+func imPDB(im *longhorn.InstanceManager, namespace string) *policyv1.PodDisruptionBudget {
+	one, isController := intstr.FromInt32(1), true
+	return &policyv1.PodDisruptionBudget{
+		ObjectMeta: metav1.ObjectMeta{Name: im.Name, Namespace: namespace,
+			Labels: map[string]string{types.LonghornLabelInstanceManager: im.Name},
+			OwnerReferences: []metav1.OwnerReference{{APIVersion: longhorn.SchemeGroupVersion.String(), Kind: "InstanceManager",
+				Name: im.Name, UID: im.UID, Controller: &isController}}},
+		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &one, Selector: &metav1.LabelSelector{MatchLabels: map[string]string{
+			types.LonghornLabelComponent:       types.LonghornComponentInstanceManager,
+			types.LonghornLabelInstanceManager: im.Name}}},
+	}
+}
+
+// reconcilePDB creates or deletes im's PodDisruptionBudget per
+// node-drain-policy (imNeedsPDB).
+func (c *InstanceManagerController) reconcilePDB(ctx context.Context, im *longhorn.InstanceManager) error {
+	policy, err := c.ds.GetSettingValue(ctx, types.SettingNameNodeDrainPolicy)
+	if err != nil {
+		return err
+	}
+	replicas, err := c.ds.ListReplicasRO(ctx, nil)
+	if err != nil {
+		return err
+	}
+	want := imNeedsPDB(policy, im.Spec.NodeID, replicas)
+	pdbs := c.kube.PolicyV1().PodDisruptionBudgets(c.opts.Namespace)
+	_, err = pdbs.Get(ctx, im.Name, metav1.GetOptions{})
+	switch {
+	case err != nil && !apierrors.IsNotFound(err):
+		return err
+	case want && apierrors.IsNotFound(err):
+		if _, err := pdbs.Create(ctx, imPDB(im, c.opts.Namespace), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
+			return fmt.Errorf("create PodDisruptionBudget %s: %w", im.Name, err)
+		}
+	case !want && err == nil:
+		if err := pdbs.Delete(ctx, im.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete PodDisruptionBudget %s: %w", im.Name, err)
+		}
+	}
+	return nil
+}
