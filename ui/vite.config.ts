@@ -25,5 +25,8 @@ export default defineConfig({
     globals: true,
     setupFiles: ["src/test/setup.ts"],
     include: ["src/**/*.test.{ts,tsx}"],
+    // Typing through userEvent on a loaded 2-core machine takes seconds;
+    // Vitest's 5 s default timed a correct test out.
+    testTimeout: 30000,
   },
 });

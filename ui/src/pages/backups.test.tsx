@@ -33,7 +33,7 @@ function backup(name: string, volume: string, over: Partial<Backup> = {}): Backu
 
 describe("Backups page", () => {
   it("shows targets, backup volumes and a volume's backups with live progress", async () => {
-    const user = userEvent.setup();
+    const user = userEvent.setup({ delay: null });
     renderAt("/backup");
     act(() => {
       streams.feed("backuptargets", [target("default"), target("nfs", { backupTargetURL: "nfs://h:/e", available: false, message: "mount failed" })]);
@@ -52,7 +52,7 @@ describe("Backups page", () => {
   });
 
   it("creates and syncs a backup target and shows the API's message", async () => {
-    const user = userEvent.setup();
+    const user = userEvent.setup({ delay: null });
     const calls = installFetch((method, path) =>
       method === "POST" && path === "backuptargets" ? [422, { type: "error", status: 422, code: "InvalidInput", message: 'backupTargetURL: scheme "ftp" is not one of s3, nfs, vfs' }] : [200, {}],
     );
@@ -79,7 +79,7 @@ describe("Backups page", () => {
   });
 
   it("asks before deleting a backup and sends backupDelete to its backup volume", async () => {
-    const user = userEvent.setup();
+    const user = userEvent.setup({ delay: null });
     const calls = installFetch(() => [200, {}]);
     renderAt("/backup");
     act(() => {
@@ -97,7 +97,7 @@ describe("Backups page", () => {
 
 describe("Create backup from the snapshot tree", () => {
   it("backs up a snapshot after confirmation and shows the volume's backup progress", async () => {
-    const user = userEvent.setup();
+    const user = userEvent.setup({ delay: null });
     const calls = installFetch((_m, path) => {
       if (path.includes("action=snapshotList")) return [200, { type: "collection", data: [snap("s1", ""), snap("volume-head", "s1", { usercreated: false })] }];
       return [200, {}];
@@ -139,7 +139,7 @@ describe("pollSeconds", () => {
 
 describe("Restore", () => {
   it("restores a completed backup to a new volume, or as a standby volume", async () => {
-    const user = userEvent.setup();
+    const user = userEvent.setup({ delay: null });
     const calls = installFetch(() => [200, {}]);
     renderAt("/backup");
     act(() => {
