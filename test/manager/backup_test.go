@@ -149,6 +149,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x33 62M 2M")
 	t.Run("recurring jobs", func(t *testing.T) { testRecurringJobs(t, c, src) })
 	t.Run("corrupted block", func(t *testing.T) { testCorruptedBlock(t, c, filepath.Join(c.dir, "backupstore"), b1.Status.URL, spec) })
+	t.Run("unreachable target", func(t *testing.T) { testUnreachableTarget(t, c, src, target) })
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
@@ -291,4 +292,49 @@ func testCorruptedBlock(t *testing.T, c *cluster, root, backupURL, spec string) 
 	if out, err := c.kubectl("", "-n", ns, "delete", "volumes.longhorn.io", "bak-corrupt", "--wait=false"); err != nil {
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
+}
+
+// setTarget points the default BackupTarget at url and waits until its
+// availability is want; it returns the Unavailable condition's message.
+func (c *cluster) setTarget(t *testing.T, url string, want bool) string {
+	t.Helper()
+	patch := fmt.Sprintf(`{"spec":{"backupTargetURL":%q}}`, url)
+	if out, err := c.kubectl("", "-n", ns, "patch", "backuptargets.longhorn.io", "default", "--type", "merge", "-p", patch); err != nil {
+		t.Fatalf("patch backup target: %v\n%s", err, out)
+	}
+	msg := ""
+	c.eventually(fmt.Sprintf("backup target %s available=%v", url, want), 90*time.Second, func() (bool, string) {
+		bt, err := c.lh.LonghornV1beta2().BackupTargets(ns).Get(c.ctx, "default", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		cond := longhorn.GetCondition(bt.Status.Conditions, longhorn.BackupTargetConditionTypeUnavailable)
+		msg = cond.Message
+		return bt.Status.Available == want && (want || (cond.Status == longhorn.ConditionStatusTrue && msg != "")), fmt.Sprintf("%+v", bt.Status.Conditions)
+	})
+	return msg
+}
+
+// testUnreachableTarget: a target nothing answers on is reported in the
+// BackupTarget's Unavailable condition, and a backup to it fails with that
+// reason in bounded time instead of hanging; the target then comes back.
+func testUnreachableTarget(t *testing.T, c *cluster, vol, good string) {
+	start := time.Now()
+	msg := c.setTarget(t, "nfs://127.0.0.77:/export", false)
+	t.Logf("MEASURE unreachable target reported in %v: %s", time.Since(start).Round(time.Millisecond), msg)
+	defer c.setTarget(t, good, true)
+	_, err := c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
+		ObjectMeta: metav1.ObjectMeta{Name: "bak-backup-unreachable", Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
+		Spec:       longhorn.BackupSpec{SnapshotName: "bak-snap-1"}}, metav1.CreateOptions{})
+	c.must(err)
+	start = time.Now()
+	c.eventually("backup to an unreachable target fails", 90*time.Second, func() (bool, string) {
+		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, "bak-backup-unreachable", metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return b.Status.State == longhorn.BackupStateError && strings.Contains(b.Status.Error, "unavailable"), fmt.Sprintf("%s %q", b.Status.State, b.Status.Error)
+	})
+	t.Logf("MEASURE backup to the unreachable target failed after %v", time.Since(start).Round(time.Millisecond))
+	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, "bak-backup-unreachable", metav1.DeleteOptions{}))
 }
