@@ -11,6 +11,7 @@ import (
 	"path"
 	"strings"
 	"sync"
+	"syscall"
 
 	"github.com/willscott/go-nfs-client/nfs"
 	"github.com/willscott/go-nfs-client/nfs/rpc"
@@ -75,12 +76,27 @@ func openUserNFS(ctx context.Context, t nfsTarget) (Driver, error) {
 	return d, nil
 }
 
-// dial connects to program port (0 = ask the portmapper).
+// dialAttempts bounds the retries of a dial whose local port was taken.
+const dialAttempts = 10
+
+// dial connects to program port (0 = ask the portmapper). The library binds
+// a random local port (49152-65535 for the portmapper, 1-1023 as root) and
+// retries a taken one only for the reserved range, so a collision with
+// another connection's port (EADDRINUSE) is retried here.
 func (d *userNFS) dial(prog uint32, vers uint32, port int) (*rpc.Client, error) {
-	if port != 0 {
-		return nfs.DialServiceAtPort(d.t.host, port)
+	var err error
+	for attempt := 0; attempt < dialAttempts; attempt++ {
+		var c *rpc.Client
+		if port != 0 {
+			c, err = nfs.DialServiceAtPort(d.t.host, port)
+		} else {
+			c, err = nfs.DialService(d.t.host, rpc.Mapping{Prog: prog, Vers: vers, Prot: rpc.IPProtoTCP})
+		}
+		if !errors.Is(err, syscall.EADDRINUSE) {
+			return c, err
+		}
 	}
-	return nfs.DialService(d.t.host, rpc.Mapping{Prog: prog, Vers: vers, Prot: rpc.IPProtoTCP})
+	return nil, fmt.Errorf("%w (local port taken %d times)", err, dialAttempts)
 }
 
 func (d *userNFS) connect(nfsPort, mountPort int) error {
