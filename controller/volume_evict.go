@@ -87,9 +87,17 @@ func (c *VolumeController) evictReplicas(s *volumeSnapshot) bool {
 }
 
 // syncEvictionTicket adds (want) or removes the volume's
-// volume-eviction-controller attachment ticket (on the owner's node,
-// frontend disabled), as Longhorn's volume eviction controller does.
+// volume-eviction-controller attachment ticket, as Longhorn's volume
+// eviction controller does.
 func (c *VolumeController) syncEvictionTicket(ctx context.Context, s *volumeSnapshot, want bool) error {
+	return c.syncControllerTicket(ctx, s, longhorn.AttacherTypeVolumeEvictionController, want)
+}
+
+// syncControllerTicket adds (want) or removes the volume's attachment
+// ticket of a controller (attacher type typ): on the owner's node with the
+// frontend disabled; an existing one stays where it is, and none is added
+// while the volume has no owner.
+func (c *VolumeController) syncControllerTicket(ctx context.Context, s *volumeSnapshot, typ longhorn.AttacherType, want bool) error {
 	vaRO, err := c.ds.GetVolumeAttachmentRO(ctx, s.vol.Name)
 	if apierrors.IsNotFound(err) {
 		return nil // made by ensureVolumeAttachment; the next sync adds the ticket
@@ -97,7 +105,7 @@ func (c *VolumeController) syncEvictionTicket(ctx context.Context, s *volumeSnap
 	if err != nil {
 		return err
 	}
-	id := longhorn.GetAttachmentTicketID(longhorn.AttacherTypeVolumeEvictionController, s.vol.Name)
+	id := longhorn.GetAttachmentTicketID(typ, s.vol.Name)
 	if _, has := vaRO.Spec.AttachmentTickets[id]; want == has || (want && s.vol.Status.OwnerID == "") {
 		return nil
 	}
@@ -108,11 +116,11 @@ func (c *VolumeController) syncEvictionTicket(ctx context.Context, s *volumeSnap
 		if va.Spec.AttachmentTickets == nil {
 			va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
 		}
-		va.Spec.AttachmentTickets[id] = &longhorn.AttachmentTicket{ID: id, Type: longhorn.AttacherTypeVolumeEvictionController,
+		va.Spec.AttachmentTickets[id] = &longhorn.AttachmentTicket{ID: id, Type: typ,
 			NodeID: s.vol.Status.OwnerID, Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.TrueValue}}
 	}
 	if _, err := c.ds.UpdateVolumeAttachment(ctx, va); err != nil {
-		return fmt.Errorf("eviction attachment ticket: %w", err)
+		return fmt.Errorf("%s attachment ticket: %w", typ, err)
 	}
 	return nil
 }

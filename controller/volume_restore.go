@@ -7,7 +7,6 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/longhorn-go/longhorn/engine/backupstore"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -175,33 +174,7 @@ func (c *VolumeController) backupVolumeOf(ctx context.Context, targetURL, bvName
 }
 
 // syncRestoreTicket adds (want) or removes the volume's
-// volume-restore-controller attachment ticket. The ticket asks for the
-// owner's node with the frontend disabled; an existing one stays where it is.
+// volume-restore-controller attachment ticket (syncControllerTicket).
 func (c *VolumeController) syncRestoreTicket(ctx context.Context, s *volumeSnapshot, want bool) error {
-	vaRO, err := c.ds.GetVolumeAttachmentRO(ctx, s.vol.Name)
-	if apierrors.IsNotFound(err) {
-		return nil // made by ensureVolumeAttachment; the next sync adds the ticket
-	}
-	if err != nil {
-		return err
-	}
-	id := longhorn.GetAttachmentTicketID(longhorn.AttacherTypeVolumeRestoreController, s.vol.Name)
-	_, has := vaRO.Spec.AttachmentTickets[id]
-	if want == has {
-		return nil
-	}
-	va := vaRO.DeepCopy()
-	if want {
-		if va.Spec.AttachmentTickets == nil {
-			va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
-		}
-		va.Spec.AttachmentTickets[id] = &longhorn.AttachmentTicket{ID: id, Type: longhorn.AttacherTypeVolumeRestoreController,
-			NodeID: s.vol.Status.OwnerID, Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.TrueValue}}
-	} else {
-		delete(va.Spec.AttachmentTickets, id)
-	}
-	if _, err := c.ds.UpdateVolumeAttachment(ctx, va); err != nil {
-		return fmt.Errorf("restore attachment ticket: %w", err)
-	}
-	return nil
+	return c.syncControllerTicket(ctx, s, longhorn.AttacherTypeVolumeRestoreController, want)
 }
