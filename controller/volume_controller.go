@@ -158,6 +158,7 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"robustness", c.reconcileRobustness},
 		{"eviction", c.reconcileEviction},
 		{"replenish", c.reconcileReplenish},
+		{"data locality", c.reconcileLocality},
 		{"schedule", c.reconcileScheduling},
 		{"cleanup", c.reconcileCleanup},
 		{"state", c.reconcileState},

@@ -202,23 +202,30 @@ func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot
 }
 
 // removeExtraReplicas deletes placed replicas beyond spec.numberOfReplicas
-// (the count was lowered): when detached, or when attached and healthy.
+// (the count was lowered, or data locality added a local one): when
+// detached, or when attached and healthy, and then counting only the RW
+// replicas, so a replica still rebuilding never makes a healthy one go.
 // Replicas on nodes that hold more than one replica of the volume go first,
-// then the last by name.
+// a replica on the attached node of a best-effort volume last, then the
+// last by name.
 func (s *volumeSnapshot) removeExtraReplicas(healthy bool) {
+	attached := false
 	switch s.vol.Status.State {
 	case longhorn.VolumeStateDetached:
 	case longhorn.VolumeStateAttached:
 		if !healthy {
 			return
 		}
+		attached = true
 	default:
 		return
 	}
+	modes := s.engRO.Status.ReplicaModeMap
 	var keep []*longhorn.Replica
 	perNode := map[string]int{}
 	for _, r := range s.sortedReplicas() {
-		if !failed(r) && scheduled(r) && !deleting(r) && !s.fresh[r.Name] {
+		if !failed(r) && scheduled(r) && !deleting(r) && !s.fresh[r.Name] &&
+			(!attached || (running(r) && modes[r.Name] == longhorn.ReplicaModeRW)) {
 			keep = append(keep, r)
 			perNode[r.Spec.NodeID]++
 		}
@@ -227,10 +234,14 @@ func (s *volumeSnapshot) removeExtraReplicas(healthy bool) {
 	if extra <= 0 {
 		return
 	}
+	local := s.localityNode()
 	sort.SliceStable(keep, func(i, j int) bool {
 		a, b := perNode[keep[i].Spec.NodeID], perNode[keep[j].Spec.NodeID]
 		if a != b {
 			return a > b
+		}
+		if li, lj := keep[i].Spec.NodeID == local, keep[j].Spec.NodeID == local; li != lj {
+			return lj
 		}
 		return keep[i].Name > keep[j].Name
 	})

@@ -1,0 +1,62 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/scheduler"
+)
+
+// localityNode is the node whose replica data locality best-effort wants:
+// the node the volume is attached to while spec.dataLocality is
+// best-effort and the engine runs there; "" otherwise.
+func (s *volumeSnapshot) localityNode() string {
+	if s.vol.Spec.DataLocality != longhorn.DataLocalityBestEffort || s.vol.Status.State != longhorn.VolumeStateAttached ||
+		s.engRO.Status.CurrentState != longhorn.InstanceStateRunning {
+		return ""
+	}
+	return s.vol.Status.CurrentNodeID
+}
+
+// hasReplicaOn reports whether a usable (not failed, not deleting) replica
+// of the volume is placed on node.
+func (s *volumeSnapshot) hasReplicaOn(node string) bool {
+	for _, r := range s.reps {
+		if r.Spec.NodeID == node && !failed(r) && !deleting(r) && !s.gone[r.Name] {
+			return true
+		}
+	}
+	return false
+}
+
+// reconcileLocality is Longhorn's data locality best-effort: a volume
+// attached and healthy on a node without one of its replicas gets one more
+// replica there (hard node affinity to that node), created only when the
+// scheduler finds a disk for it on that node, so an unplaceable local
+// replica is not created and deleted over and over. Once the local replica
+// is RW, removeExtraReplicas deletes a remote one (the local replica is kept
+// last). Nothing happens while a replica rebuilds or the volume already has
+// more replicas than spec.numberOfReplicas.
+func (c *VolumeController) reconcileLocality(_ context.Context, s *volumeSnapshot) error {
+	node := s.localityNode()
+	if node == "" || adopting(s.vol) || s.hasReplicaOn(node) {
+		return nil
+	}
+	n := s.counts()
+	want := s.vol.Spec.NumberOfReplicas
+	if s.vol.Status.Robustness != longhorn.VolumeRobustnessHealthy || n.healthyRW < want || n.rebuilding > 0 || n.usable > want {
+		return nil
+	}
+	probe := scheduler.Replica{Name: s.vol.Name + "-locality-probe", VolumeSize: s.vol.Spec.Size, Active: true, HardNodeAffinity: node}
+	in := scheduler.Input{Volume: s.schedVolume(), Replica: probe, Replicas: s.schedReplicas(),
+		Nodes: s.schedNodes(), Settings: s.settings.sched, Now: s.now}
+	if _, ok, _ := scheduler.Schedule(in); !ok {
+		return nil
+	}
+	r := s.newReplica(c.opts.Namespace, node)
+	c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "DataLocality",
+		"Creating replica %s on node %s for data locality best-effort", r.Name, node)
+	return nil
+}

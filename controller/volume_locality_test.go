@@ -1,0 +1,144 @@
+package controller
+
+import (
+	"reflect"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// setAllowScheduling sets node spec.allowScheduling and waits for the cache.
+func (f *fixture) setAllowScheduling(name string, on bool) {
+	f.t.Helper()
+	n, err := f.lh.LonghornV1beta2().Nodes(testNS).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n.Spec.AllowScheduling = on
+	if _, err := f.lh.LonghornV1beta2().Nodes(testNS).Update(f.ctx, n, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		c, err := f.ds.GetNodeRO(f.ctx, name)
+		if err == nil && reflect.DeepEqual(c.Spec, n.Spec) {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatal("node cache did not catch up")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// remoteVolume creates vol (2 replicas, the given locality) on n1-n3 with
+// its replicas on n2 and n3 (n1 refuses scheduling until they are placed),
+// then attaches it on n1, the fixture's own node, and returns the engine's
+// modes and the replicas' nodes before the attachment.
+func remoteVolume(t *testing.T, locality longhorn.DataLocality) (*fixture, map[string]longhorn.ReplicaMode, map[string]string) {
+	t.Helper()
+	vol := newVolume("vol", 2)
+	vol.Spec.DataLocality = locality
+	objs := threeNodeObjects(vol)
+	objs[0].(*longhorn.Node).Spec.AllowScheduling = false
+	f := newFixture(t, objs...)
+	for range 3 {
+		f.syncVolume("vol")
+	}
+	before := f.replicaNodes("vol")
+	for _, n := range before {
+		if n == "n1" || n == "" {
+			t.Fatalf("setup: replicas %v, want them on n2 and n3", before)
+		}
+	}
+	f.setAllowScheduling("n1", true)
+	return f, f.attachOn(t, "n1"), before
+}
+
+// replicaNodes maps each replica of volume to its node.
+func (f *fixture) replicaNodes(volume string) map[string]string {
+	out := map[string]string{}
+	for _, r := range f.replicas(volume) {
+		out[r.Name] = r.Spec.NodeID
+	}
+	return out
+}
+
+// attachOn brings volume "vol" to attached on node, every replica RW, and
+// returns the engine's modes.
+func (f *fixture) attachOn(t *testing.T, node string) map[string]longhorn.ReplicaMode {
+	t.Helper()
+	v := f.volume("vol")
+	v.Spec.NodeID = node
+	f.updateVolume(v)
+	f.syncVolume("vol")
+	f.runReplicas("vol")
+	f.syncVolume("vol")
+	modes := map[string]longhorn.ReplicaMode{}
+	for n := range f.engine("vol-e-0").Spec.ReplicaAddressMap {
+		modes[n] = longhorn.ReplicaModeRW
+	}
+	f.runEngine("vol-e-0", modes)
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	if v := f.volume("vol"); v.Status.State != longhorn.VolumeStateAttached || v.Status.Robustness != longhorn.VolumeRobustnessHealthy {
+		t.Fatalf("setup: %s/%s, want attached/healthy on %s", v.Status.State, v.Status.Robustness, node)
+	}
+	return modes
+}
+
+// Data locality best-effort: a 2-replica volume attached on the one node
+// without a replica gets a replica there (hard node affinity to it); while
+// it rebuilds both remote replicas stay; once it is RW, one remote replica
+// is deleted and the local one is kept.
+func TestVolumeDataLocalityBestEffort(t *testing.T) {
+	f, modes, before := remoteVolume(t, longhorn.DataLocalityBestEffort)
+	free := "n1"
+	f.syncVolume("vol")
+	var local *longhorn.Replica
+	for _, r := range f.replicas("vol") {
+		if _, old := before[r.Name]; !old {
+			local = r
+		}
+	}
+	if local == nil || local.Spec.NodeID != free || local.Spec.HardNodeAffinity != free || len(f.replicas("vol")) != 3 {
+		t.Fatalf("after attaching on %s: replicas %v, want a third one on %s", free, f.replicaNodes("vol"), free)
+	}
+	f.runReplicas("vol")
+	f.syncVolume("vol")
+	if _, ok := f.engine("vol-e-0").Spec.ReplicaAddressMap[local.Name]; !ok {
+		t.Fatalf("engine replicaAddressMap %v lacks the local replica", f.engine("vol-e-0").Spec.ReplicaAddressMap)
+	}
+	modes[local.Name] = longhorn.ReplicaModeWO
+	f.runEngine("vol-e-0", modes)
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	if n := len(f.replicas("vol")); n != 3 {
+		t.Fatalf("while the local replica rebuilds: %d replicas %v, want 3", n, f.replicaNodes("vol"))
+	}
+	modes[local.Name] = longhorn.ReplicaModeRW
+	f.runEngine("vol-e-0", modes)
+	f.syncVolume("vol")
+	waitFor(t, func() bool { return len(f.replicas("vol")) == 2 })
+	after := f.replicaNodes("vol")
+	if after[local.Name] != free {
+		t.Fatalf("after the local replica is RW: replicas %v, want the one on %s kept", after, free)
+	}
+	f.syncVolume("vol")
+	if n := len(f.replicas("vol")); n != 2 {
+		t.Fatalf("the volume settled at %d replicas %v, want 2", n, f.replicaNodes("vol"))
+	}
+}
+
+// Data locality disabled: the same attachment adds no replica.
+func TestVolumeDataLocalityDisabledAddsNone(t *testing.T) {
+	f, _, _ := remoteVolume(t, longhorn.DataLocalityDisabled)
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	if n := len(f.replicas("vol")); n != 2 {
+		t.Fatalf("%d replicas %v, want 2", n, f.replicaNodes("vol"))
+	}
+}
