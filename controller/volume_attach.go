@@ -25,8 +25,9 @@ func (s *volumeSnapshot) observeAttach() lifecycle.VolumeObserved {
 	if s.engRO.Spec.NodeID == s.vol.Status.CurrentNodeID || s.engRO.Status.CurrentState == longhorn.InstanceStateStopped {
 		o.Engine = lifecycle.InstanceState(s.engRO.Status.CurrentState)
 	}
+	strict := s.strictLocal()
 	for _, r := range s.sortedReplicas() {
-		if s.startable(r) {
+		if s.startable(r) && (!strict || r.Spec.NodeID == o.DesiredNode || o.DesiredNode == "") {
 			o.Startable++
 			if running(r) {
 				o.StartableRunning++

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
 
@@ -59,4 +60,43 @@ func (c *VolumeController) reconcileLocality(_ context.Context, s *volumeSnapsho
 	c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "DataLocality",
 		"Creating replica %s on node %s for data locality best-effort", r.Name, node)
 	return nil
+}
+
+// strictLocal reports whether the volume's single replica must sit on the
+// engine's node (spec.dataLocality strict-local).
+func (s *volumeSnapshot) strictLocal() bool {
+	return s.vol.Spec.DataLocality == longhorn.DataLocalityStrictLocal
+}
+
+// strictLocalAffinity prepares an unplaced replica of a strict-local volume
+// for the scheduler: it gets hard node affinity to the node the volume is
+// asked to attach to (spec.nodeID). It returns false, leaving the replica
+// unplaced, while no node is asked for: Longhorn places a local volume's
+// replica where its engine runs. Other volumes' replicas return true.
+func (s *volumeSnapshot) strictLocalAffinity(r *longhorn.Replica) bool {
+	if !s.strictLocal() {
+		return true
+	}
+	if s.vol.Spec.NodeID == "" {
+		return false
+	}
+	r.Spec.HardNodeAffinity = s.vol.Spec.NodeID
+	return true
+}
+
+// strictLocalMismatch is, for a strict-local volume asked to attach to a
+// node its placed replica is not on, why it cannot attach there ("" when it
+// can): the engine and the replica of a local volume share a node.
+func (s *volumeSnapshot) strictLocalMismatch() string {
+	want := s.vol.Spec.NodeID
+	if !s.strictLocal() || want == "" {
+		return ""
+	}
+	for _, r := range s.sortedReplicas() {
+		if scheduled(r) && !failed(r) && !deleting(r) && !s.gone[r.Name] && r.Spec.NodeID != want {
+			return fmt.Sprintf("strict-local volume %s cannot attach to node %s: its replica %s is on node %s",
+				s.vol.Name, want, r.Name, r.Spec.NodeID)
+		}
+	}
+	return ""
 }

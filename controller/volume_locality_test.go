@@ -2,6 +2,7 @@ package controller
 
 import (
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -140,5 +141,66 @@ func TestVolumeDataLocalityDisabledAddsNone(t *testing.T) {
 	f.syncVolume("vol")
 	if n := len(f.replicas("vol")); n != 2 {
 		t.Fatalf("%d replicas %v, want 2", n, f.replicaNodes("vol"))
+	}
+}
+
+func strictVolume(t *testing.T) *fixture {
+	t.Helper()
+	vol := newVolume("vol", 1)
+	vol.Spec.DataLocality = longhorn.DataLocalityStrictLocal
+	f := newFixture(t, threeNodeObjects(vol)...)
+	for range 3 {
+		f.syncVolume("vol")
+	}
+	return f
+}
+
+// Data locality strict-local: the single replica waits unplaced (Scheduled
+// False, LocalReplicaSchedulingFailure) until the volume is asked to attach,
+// then is placed on that node with hard node affinity to it, and the engine
+// runs there.
+func TestVolumeDataLocalityStrictLocal(t *testing.T) {
+	f := strictVolume(t)
+	reps := f.replicas("vol")
+	if len(reps) != 1 || reps[0].Spec.NodeID != "" {
+		t.Fatalf("detached: replicas %v, want one unplaced", f.replicaNodes("vol"))
+	}
+	c := longhorn.GetCondition(f.volume("vol").Status.Conditions, longhorn.VolumeConditionTypeScheduled)
+	if c.Status != longhorn.ConditionStatusFalse || c.Reason != longhorn.VolumeConditionReasonLocalReplicaSchedulingFailure {
+		t.Fatalf("detached: Scheduled %s/%s %q", c.Status, c.Reason, c.Message)
+	}
+	f.attachOn(t, "n1")
+	r := f.replicas("vol")[0]
+	if r.Spec.NodeID != "n1" || r.Spec.HardNodeAffinity != "n1" || f.engine("vol-e-0").Spec.NodeID != "n1" {
+		t.Fatalf("attached: replica on %q (affinity %q), engine on %q, want all n1", r.Spec.NodeID, r.Spec.HardNodeAffinity,
+			f.engine("vol-e-0").Spec.NodeID)
+	}
+	if c := longhorn.GetCondition(f.volume("vol").Status.Conditions, longhorn.VolumeConditionTypeScheduled); c.Status != longhorn.ConditionStatusTrue {
+		t.Fatalf("attached: Scheduled %s/%s %q", c.Status, c.Reason, c.Message)
+	}
+}
+
+// A strict-local volume whose replica sits on another node does not attach:
+// no replica or engine starts, and the Scheduled condition says why.
+func TestVolumeDataLocalityStrictLocalAttachesOnlyOnItsNode(t *testing.T) {
+	f := strictVolume(t)
+	r := f.replicas("vol")[0]
+	r.Spec.NodeID, r.Spec.DiskID, r.Spec.DiskPath = "n2", "n2-disk", "/var/lib/longhorn"
+	f.updateReplica(r)
+	v := f.volume("vol")
+	v.Spec.NodeID = "n1"
+	f.updateVolume(v)
+	for range 3 {
+		f.syncVolume("vol")
+	}
+	v = f.volume("vol")
+	if v.Status.State != longhorn.VolumeStateDetached || f.engine("vol-e-0").Spec.DesireState == longhorn.InstanceStateRunning ||
+		f.replicas("vol")[0].Spec.DesireState == longhorn.InstanceStateRunning {
+		t.Fatalf("state %s, engine desire %s, replica desire %s: want nothing started", v.Status.State,
+			f.engine("vol-e-0").Spec.DesireState, f.replicas("vol")[0].Spec.DesireState)
+	}
+	c := longhorn.GetCondition(v.Status.Conditions, longhorn.VolumeConditionTypeScheduled)
+	if c.Reason != longhorn.VolumeConditionReasonLocalReplicaSchedulingFailure || !strings.Contains(c.Message, "is on node n2") {
+		t.Fatalf("Scheduled %s/%s %q", c.Status, c.Reason, c.Message)
 	}
 }

@@ -20,8 +20,13 @@ const schedulingRetry = 30 * time.Second
 // (Longhorn's codes, then why each candidate was rejected) otherwise.
 func (c *VolumeController) reconcileScheduling(_ context.Context, s *volumeSnapshot) error {
 	var failed scheduler.Reasons
+	strictWait := false
 	for _, r := range s.sortedReplicas() {
 		if r.Spec.NodeID != "" || r.DeletionTimestamp != nil || r.Spec.FailedAt != "" {
+			continue
+		}
+		if !s.strictLocalAffinity(r) {
+			strictWait = true
 			continue
 		}
 		in := scheduler.Input{Volume: s.schedVolume(), Replica: schedReplica(r, s), Replicas: s.schedReplicas(),
@@ -34,6 +39,14 @@ func (c *VolumeController) reconcileScheduling(_ context.Context, s *volumeSnaps
 		r.Spec.NodeID, r.Spec.DiskID, r.Spec.DiskPath = d.NodeID, d.DiskUUID, d.DiskPath
 		r.Spec.DataDirectoryName = types.ReplicaDataDirectoryName(s.vol.Name, types.DeterministicID(r.Name, 0))
 		r.Labels = types.ReplicaLabels(s.vol.Name, d.NodeID, d.DiskUUID)
+	}
+	if msg := s.strictLocalMismatch(); strictWait || msg != "" {
+		if msg == "" {
+			msg = "waiting for the volume to attach: a strict-local replica is placed on the node the volume attaches to"
+		}
+		s.vol.Status.Conditions = setCond(s.vol.Status.Conditions, longhorn.VolumeConditionTypeScheduled, false,
+			longhorn.VolumeConditionReasonLocalReplicaSchedulingFailure, msg, s.nowString())
+		return nil
 	}
 	if len(failed) > 0 {
 		s.vol.Status.Conditions = setCond(s.vol.Status.Conditions, longhorn.VolumeConditionTypeScheduled, false,

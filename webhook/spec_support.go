@@ -67,7 +67,7 @@ var VolumeSpecSupport = map[string]FieldSupport{
 	"restoreVolumeRecurringJob":       notYet("restoring recurring jobs from a backup", `"ignored"`, `"disabled"`),
 	"dataSource":                      pending("csi3"),
 	"cloneMode":                       pending("csi3"),
-	"dataLocality":                    acts(schedVolume),
+	"dataLocality":                    acts("controller/volume_locality.go:localityNode"),
 	"staleReplicaTimeout":             acts("controller/volume_replicas.go:reconcileCleanup"),
 	"nodeID":                          acts("controller/volume_attach.go:reconcileState"),
 	"engineNodeID":                    notYet("an engine on another node than the frontend (v2 data engine)"),
