@@ -159,6 +159,7 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"eviction", c.reconcileEviction},
 		{"replenish", c.reconcileReplenish},
 		{"data locality", c.reconcileLocality},
+		{"auto-balance", c.reconcileAutoBalance},
 		{"schedule", c.reconcileScheduling},
 		{"cleanup", c.reconcileCleanup},
 		{"state", c.reconcileState},

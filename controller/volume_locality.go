@@ -45,9 +45,7 @@ func (c *VolumeController) reconcileLocality(_ context.Context, s *volumeSnapsho
 	if node == "" || adopting(s.vol) || s.hasReplicaOn(node) {
 		return nil
 	}
-	n := s.counts()
-	want := s.vol.Spec.NumberOfReplicas
-	if s.vol.Status.Robustness != longhorn.VolumeRobustnessHealthy || n.healthyRW < want || n.rebuilding > 0 || n.usable > want {
+	if !s.settledForExtra() {
 		return nil
 	}
 	probe := scheduler.Replica{Name: s.vol.Name + "-locality-probe", VolumeSize: s.vol.Spec.Size, Active: true, HardNodeAffinity: node}
@@ -60,6 +58,15 @@ func (c *VolumeController) reconcileLocality(_ context.Context, s *volumeSnapsho
 	c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "DataLocality",
 		"Creating replica %s on node %s for data locality best-effort", r.Name, node)
 	return nil
+}
+
+// settledForExtra reports whether the volume may get one replica beyond
+// spec.numberOfReplicas for locality or balance: healthy, every wanted
+// replica RW, none rebuilding and no extra one already.
+func (s *volumeSnapshot) settledForExtra() bool {
+	n := s.counts()
+	want := s.vol.Spec.NumberOfReplicas
+	return s.vol.Status.Robustness == longhorn.VolumeRobustnessHealthy && n.healthyRW >= want && n.rebuilding == 0 && n.usable <= want
 }
 
 // strictLocal reports whether the volume's single replica must sit on the

@@ -1,0 +1,66 @@
+package controller
+
+import (
+	"context"
+
+	corev1 "k8s.io/api/core/v1"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/scheduler"
+)
+
+// balancing reports whether replica auto-balance (least-effort or
+// best-effort, the volume's spec.replicaAutoBalance or else the global
+// replica-auto-balance setting) applies to the volume now: attached, engine
+// running, not strict-local.
+func (s *volumeSnapshot) balancing() bool {
+	mode := s.settings.sched.ReplicaAutoBalance
+	if mode != string(longhorn.ReplicaAutoBalanceLeastEffort) && mode != string(longhorn.ReplicaAutoBalanceBestEffort) {
+		return false
+	}
+	return !s.strictLocal() && s.vol.Status.State == longhorn.VolumeStateAttached &&
+		s.engRO.Status.CurrentState == longhorn.InstanceStateRunning
+}
+
+// replicaNodeCounts is how many usable replicas of the volume each node
+// holds.
+func (s *volumeSnapshot) replicaNodeCounts() map[string]int {
+	out := map[string]int{}
+	for _, r := range s.reps {
+		if scheduled(r) && !failed(r) && !deleting(r) && !s.gone[r.Name] {
+			out[r.Spec.NodeID]++
+		}
+	}
+	return out
+}
+
+// reconcileAutoBalance is Longhorn's replica auto-balance at node level:
+// when a node holds more than one replica of a settled volume (a node
+// joined, or soft anti-affinity once doubled up), one more replica is
+// created, but only when the scheduler would put it on a node that holds
+// none (so balance never breaks node soft anti-affinity, Longhorn bug
+// #11189); once it is RW, removeExtraReplicas deletes one from the node that
+// holds more than one. Zone-level balance is not done yet.
+func (c *VolumeController) reconcileAutoBalance(_ context.Context, s *volumeSnapshot) error {
+	if !s.balancing() || adopting(s.vol) || !s.settledForExtra() {
+		return nil
+	}
+	doubled := false
+	for _, k := range s.replicaNodeCounts() {
+		doubled = doubled || k > 1
+	}
+	if !doubled {
+		return nil
+	}
+	probe := scheduler.Replica{Name: s.vol.Name + "-balance-probe", VolumeSize: s.vol.Spec.Size, Active: true}
+	in := scheduler.Input{Volume: s.schedVolume(), Replica: probe, Replicas: s.schedReplicas(),
+		Nodes: s.schedNodes(), Settings: s.settings.sched, Now: s.now}
+	d, ok, _ := scheduler.Schedule(in)
+	if !ok || s.replicaNodeCounts()[d.NodeID] > 0 {
+		return nil
+	}
+	r := s.newReplica(c.opts.Namespace, "")
+	c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "ReplicaAutoBalance",
+		"Creating replica %s to balance the volume's replicas over the nodes (%s)", r.Name, s.settings.sched.ReplicaAutoBalance)
+	return nil
+}
