@@ -107,3 +107,62 @@ func TestVolumeAutoBalanceKeepsSoftAntiAffinity(t *testing.T) {
 		})
 	}
 }
+
+// zonedVolume is a 2-replica volume on n1 and n2 (zone-a) while n3
+// (zone-b) refuses scheduling, attached healthy on n1; then n3 opens.
+func zonedVolume(t *testing.T, balance string) (*fixture, map[string]longhorn.ReplicaMode) {
+	t.Helper()
+	objs := threeNodeObjects(newVolume("vol", 2), setting(types.SettingNameReplicaAutoBalance, balance))
+	for _, o := range objs {
+		if n, ok := o.(*longhorn.Node); ok {
+			n.Status.Zone = map[string]string{"n1": "zone-a", "n2": "zone-a", "n3": "zone-b"}[n.Name]
+			n.Spec.AllowScheduling = n.Name != "n3"
+		}
+	}
+	f := newFixture(t, objs...)
+	for range 3 {
+		f.syncVolume("vol")
+	}
+	if c := f.nodeCounts(); c["n1"] != 1 || c["n2"] != 1 {
+		t.Fatalf("setup: replicas %v, want one on n1 and one on n2", f.replicaNodes("vol"))
+	}
+	modes := f.attachOn(t, "n1")
+	f.setAllowScheduling("n3", true)
+	f.syncVolume("vol")
+	return f, modes
+}
+
+// Best-effort balances over zones: with zone-b open, a volume whose two
+// replicas are both in zone-a gets one on n3 (zone-b), then one of zone-a's
+// goes: one replica per zone.
+func TestVolumeAutoBalanceBestEffortZones(t *testing.T) {
+	f, modes := zonedVolume(t, "best-effort")
+	if c := f.nodeCounts(); len(f.replicas("vol")) != 3 || c["n3"] != 1 {
+		t.Fatalf("after zone-b opens: replicas %v, want a third one on n3", f.replicaNodes("vol"))
+	}
+	f.runReplicas("vol")
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	f.runReplicas("vol")
+	f.syncVolume("vol")
+	for name := range f.engine("vol-e-0").Spec.ReplicaAddressMap {
+		modes[name] = longhorn.ReplicaModeRW
+	}
+	f.runEngine("vol-e-0", modes)
+	f.syncVolume("vol")
+	waitFor(t, func() bool { return len(f.replicas("vol")) == 2 })
+	f.syncVolume("vol")
+	if c := f.nodeCounts(); len(f.replicas("vol")) != 2 || c["n3"] != 1 {
+		t.Fatalf("balanced: replicas %v, want one in zone-a and the one on n3", f.replicaNodes("vol"))
+	}
+}
+
+// Least-effort leaves replicas on distinct nodes alone even when they share
+// a zone another zone could take.
+func TestVolumeAutoBalanceLeastEffortIgnoresZones(t *testing.T) {
+	f, _ := zonedVolume(t, "least-effort")
+	f.syncVolume("vol")
+	if n := len(f.replicas("vol")); n != 2 {
+		t.Fatalf("%d replicas %v, want 2", n, f.replicaNodes("vol"))
+	}
+}

@@ -206,7 +206,7 @@ func (c *VolumeController) reconcileCleanup(_ context.Context, s *volumeSnapshot
 // detached, or when attached and healthy, and then counting only the RW
 // replicas, so a replica still rebuilding never makes a healthy one go.
 // Replicas on nodes that hold more than one replica of the volume go first,
-// a replica on the attached node of a best-effort volume last, then the
+// then those in the zone holding the most, a replica on the attached node of a best-effort volume last, then the
 // last by name.
 func (s *volumeSnapshot) removeExtraReplicas(healthy bool) {
 	attached := false
@@ -222,12 +222,13 @@ func (s *volumeSnapshot) removeExtraReplicas(healthy bool) {
 	}
 	modes := s.engRO.Status.ReplicaModeMap
 	var keep []*longhorn.Replica
-	perNode := map[string]int{}
+	perNode, perZone := map[string]int{}, map[string]int{}
 	for _, r := range s.sortedReplicas() {
 		if !failed(r) && scheduled(r) && !deleting(r) && !s.fresh[r.Name] &&
 			(!attached || (running(r) && modes[r.Name] == longhorn.ReplicaModeRW)) {
 			keep = append(keep, r)
 			perNode[r.Spec.NodeID]++
+			perZone[s.zoneOf(r.Spec.NodeID)]++
 		}
 	}
 	extra := len(keep) - s.vol.Spec.NumberOfReplicas
@@ -238,6 +239,9 @@ func (s *volumeSnapshot) removeExtraReplicas(healthy bool) {
 	sort.SliceStable(keep, func(i, j int) bool {
 		a, b := perNode[keep[i].Spec.NodeID], perNode[keep[j].Spec.NodeID]
 		if a != b {
+			return a > b
+		}
+		if a, b := perZone[s.zoneOf(keep[i].Spec.NodeID)], perZone[s.zoneOf(keep[j].Spec.NodeID)]; a != b {
 			return a > b
 		}
 		if li, lj := keep[i].Spec.NodeID == local, keep[j].Spec.NodeID == local; li != lj {
