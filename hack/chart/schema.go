@@ -37,7 +37,7 @@ func Schema() []byte {
 		"networkPolicies":           toggled("network policies"),
 		"openshift":                 toggled("OpenShift routes and the OAuth proxy"),
 		"metrics":                   anyObject("Longhorn's metrics.serviceMonitor: enabled renders a Prometheus Operator ServiceMonitor of the managers' /metrics (port manager, 9500)"),
-		"preUpgradeChecker":         anyObject("Longhorn's pre-upgrade checker Job; accepted, not run (no upgrade path yet)"),
+		"preUpgradeChecker":         anyObject("Longhorn's pre-upgrade checker Job; accepted, not rendered yet: run `longhorn pre-upgrade` (the same upgrade-path check) before helm upgrade"),
 		"enablePSP":                 jsType("boolean", "PodSecurityPolicy (removed in Kubernetes 1.25): only false is supported"),
 		"enableGoCoverDir":          jsType("boolean", "Longhorn's coverage build switch; accepted, no effect"),
 		"extraObjects":              map[string]any{"type": "array", "description": "extra manifests rendered with the release (strings are templated)"},

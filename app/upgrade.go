@@ -1,0 +1,73 @@
+package app
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/urfave/cli/v2"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
+	"github.com/longhorn-go/longhorn/meta"
+	"github.com/longhorn-go/longhorn/types"
+	"github.com/longhorn-go/longhorn/upgrade"
+)
+
+func init() {
+	registerCommand(&cli.Command{
+		Name:  "pre-upgrade",
+		Usage: "refuse an upgrade from the installed version (Setting current-longhorn-version) to this binary's version along a path Longhorn refuses",
+		Description: "Run before the new managers start (Longhorn runs it as the chart's pre-upgrade hook Job). " +
+			"Exits non-zero with the reason on a downgrade, a skipped minor or a skipped major version.",
+		Flags: []cli.Flag{
+			&cli.StringFlag{Name: "namespace", Value: "longhorn-system", EnvVars: []string{"POD_NAMESPACE"}},
+			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster"},
+			&cli.StringFlag{Name: "target-version", Value: meta.Version, Usage: "the version upgraded to (default: this binary's)"},
+		},
+		Action: runPreUpgrade,
+	})
+}
+
+func runPreUpgrade(c *cli.Context) error {
+	cfg, err := restConfig(c.String("kubeconfig"))
+	if err != nil {
+		return err
+	}
+	cs, err := versioned.NewForConfig(cfg)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(c.Context, time.Minute)
+	defer cancel()
+	msg, err := preUpgradeCheck(ctx, cs, c.String("namespace"), c.String("target-version"))
+	if err != nil {
+		return err
+	}
+	fmt.Fprintln(c.App.Writer, msg)
+	return nil
+}
+
+// preUpgradeCheck reads the installed version from Setting current-longhorn-version
+// in ns (absent: a fresh install) and applies upgrade.CheckPath to target. It returns
+// the line to print, or an error naming both versions when the path is refused.
+func preUpgradeCheck(ctx context.Context, cs versioned.Interface, ns, target string) (string, error) {
+	name := string(types.SettingNameCurrentLonghornVersion)
+	current := ""
+	s, err := cs.LonghornV1beta2().Settings(ns).Get(ctx, name, metav1.GetOptions{})
+	switch {
+	case err == nil:
+		current = s.Value
+	case !apierrors.IsNotFound(err):
+		return "", fmt.Errorf("pre-upgrade: read Setting %s/%s: %w", ns, name, err)
+	}
+	v, err := upgrade.CheckPath(current, target)
+	if err != nil {
+		return "", fmt.Errorf("pre-upgrade: %w", err)
+	}
+	if v.Skipped != "" {
+		return fmt.Sprintf("pre-upgrade: %q -> %q not checked: %s", current, target, v.Skipped), nil
+	}
+	return fmt.Sprintf("pre-upgrade: upgrade from %s to %s is a supported path", current, target), nil
+}
