@@ -41,11 +41,7 @@ func init() {
 }
 
 func runAdopt(c *cli.Context) error {
-	cfg, err := restConfig(c.String("kubeconfig"))
-	if err != nil {
-		return err
-	}
-	cs, err := versioned.NewForConfig(cfg)
+	cs, err := longhornClientset(c.String("kubeconfig"))
 	if err != nil {
 		return err
 	}

@@ -26,6 +26,7 @@ import (
 	"github.com/longhorn-go/longhorn/controller"
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
+	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
 	"github.com/longhorn-go/longhorn/metrics"
 	"github.com/longhorn-go/longhorn/types"
 	"github.com/longhorn-go/longhorn/webhook"
@@ -106,6 +107,16 @@ func restConfig(kubeconfig string) (*rest.Config, error) {
 		return rest.InClusterConfig()
 	}
 	return clientcmd.BuildConfigFromFlags("", kubeconfig)
+}
+
+// longhornClientset returns a longhorn.io clientset for kubeconfig (empty:
+// in-cluster), for the one-shot subcommands (adopt, pre-upgrade).
+func longhornClientset(kubeconfig string) (versioned.Interface, error) {
+	cfg, err := restConfig(kubeconfig)
+	if err != nil {
+		return nil, err
+	}
+	return versioned.NewForConfig(cfg)
 }
 
 func runManager(c *cli.Context) error {

@@ -15,17 +15,26 @@ import (
 // node, else that disk) and waits for the cache.
 func (f *fixture) setEviction(name, disk string, on bool) {
 	f.t.Helper()
+	f.updateNodeSpec(name, func(spec *longhorn.NodeSpec) {
+		if disk == "" {
+			spec.EvictionRequested = on
+			return
+		}
+		d := spec.Disks[disk]
+		d.EvictionRequested = on
+		spec.Disks[disk] = d
+	})
+}
+
+// updateNodeSpec applies edit to node name's spec, updates it and waits until
+// the informer cache holds the new spec (5 s, then the test fails).
+func (f *fixture) updateNodeSpec(name string, edit func(*longhorn.NodeSpec)) {
+	f.t.Helper()
 	n, err := f.lh.LonghornV1beta2().Nodes(testNS).Get(f.ctx, name, metav1.GetOptions{})
 	if err != nil {
 		f.t.Fatal(err)
 	}
-	if disk == "" {
-		n.Spec.EvictionRequested = on
-	} else {
-		d := n.Spec.Disks[disk]
-		d.EvictionRequested = on
-		n.Spec.Disks[disk] = d
-	}
+	edit(&n.Spec)
 	if _, err := f.lh.LonghornV1beta2().Nodes(testNS).Update(f.ctx, n, metav1.UpdateOptions{}); err != nil {
 		f.t.Fatal(err)
 	}

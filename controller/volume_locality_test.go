@@ -1,12 +1,8 @@
 package controller
 
 import (
-	"reflect"
 	"strings"
 	"testing"
-	"time"
-
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
@@ -14,25 +10,7 @@ import (
 // setAllowScheduling sets node spec.allowScheduling and waits for the cache.
 func (f *fixture) setAllowScheduling(name string, on bool) {
 	f.t.Helper()
-	n, err := f.lh.LonghornV1beta2().Nodes(testNS).Get(f.ctx, name, metav1.GetOptions{})
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	n.Spec.AllowScheduling = on
-	if _, err := f.lh.LonghornV1beta2().Nodes(testNS).Update(f.ctx, n, metav1.UpdateOptions{}); err != nil {
-		f.t.Fatal(err)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		c, err := f.ds.GetNodeRO(f.ctx, name)
-		if err == nil && reflect.DeepEqual(c.Spec, n.Spec) {
-			return
-		}
-		if time.Now().After(deadline) {
-			f.t.Fatal("node cache did not catch up")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	f.updateNodeSpec(name, func(spec *longhorn.NodeSpec) { spec.AllowScheduling = on })
 }
 
 // remoteVolume creates vol (2 replicas, the given locality) on n1-n3 with

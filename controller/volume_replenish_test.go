@@ -20,23 +20,7 @@ func attachedHealthy(t *testing.T, extra ...runtime.Object) (*fixture, map[strin
 	for range 3 {
 		f.syncVolume("vol")
 	}
-	v := f.volume("vol")
-	v.Spec.NodeID = "n1"
-	f.updateVolume(v)
-	f.syncVolume("vol")
-	f.runReplicas("vol")
-	f.syncVolume("vol")
-	modes := map[string]longhorn.ReplicaMode{}
-	for n := range f.engine("vol-e-0").Spec.ReplicaAddressMap {
-		modes[n] = longhorn.ReplicaModeRW
-	}
-	f.runEngine("vol-e-0", modes)
-	f.syncVolume("vol")
-	f.syncVolume("vol")
-	if v := f.volume("vol"); v.Status.State != longhorn.VolumeStateAttached || v.Status.Robustness != longhorn.VolumeRobustnessHealthy {
-		t.Fatalf("setup: %s/%s, want attached/healthy", v.Status.State, v.Status.Robustness)
-	}
-	return f, modes
+	return f, f.attachOn(t, "n1")
 }
 
 // failInEngine reports replica name ERR, then drops it from the engine, as
