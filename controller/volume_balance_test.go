@@ -69,21 +69,7 @@ func TestVolumeAutoBalanceAfterNodeJoins(t *testing.T) {
 			if len(f.replicas("vol")) != 3 || counts["n2"] != 1 {
 				t.Fatalf("after n2 joins: replicas %v, want a third one on n2", f.replicaNodes("vol"))
 			}
-			f.runReplicas("vol")
-			f.syncVolume("vol")
-			f.syncVolume("vol")
-			f.runReplicas("vol")
-			f.syncVolume("vol")
-			for name := range f.engine("vol-e-0").Spec.ReplicaAddressMap {
-				modes[name] = longhorn.ReplicaModeRW
-			}
-			if len(modes) != 3 {
-				t.Fatalf("engine replicas %v, want 3", f.engine("vol-e-0").Spec.ReplicaAddressMap)
-			}
-			f.runEngine("vol-e-0", modes)
-			f.syncVolume("vol")
-			waitFor(t, func() bool { return len(f.replicas("vol")) == 2 })
-			f.syncVolume("vol")
+			f.rebuildBalanceReplica(t, modes)
 			if got := sortedNodes(f.nodeCounts()); len(f.replicas("vol")) != 2 || len(got) != 2 || got[0] != "n1" || got[1] != "n2" {
 				t.Fatalf("balanced: replicas %v, want one on n1 and one on n2", f.replicaNodes("vol"))
 			}
@@ -140,18 +126,7 @@ func TestVolumeAutoBalanceBestEffortZones(t *testing.T) {
 	if c := f.nodeCounts(); len(f.replicas("vol")) != 3 || c["n3"] != 1 {
 		t.Fatalf("after zone-b opens: replicas %v, want a third one on n3", f.replicaNodes("vol"))
 	}
-	f.runReplicas("vol")
-	f.syncVolume("vol")
-	f.syncVolume("vol")
-	f.runReplicas("vol")
-	f.syncVolume("vol")
-	for name := range f.engine("vol-e-0").Spec.ReplicaAddressMap {
-		modes[name] = longhorn.ReplicaModeRW
-	}
-	f.runEngine("vol-e-0", modes)
-	f.syncVolume("vol")
-	waitFor(t, func() bool { return len(f.replicas("vol")) == 2 })
-	f.syncVolume("vol")
+	f.rebuildBalanceReplica(t, modes)
 	if c := f.nodeCounts(); len(f.replicas("vol")) != 2 || c["n3"] != 1 {
 		t.Fatalf("balanced: replicas %v, want one in zone-a and the one on n3", f.replicaNodes("vol"))
 	}
@@ -165,4 +140,26 @@ func TestVolumeAutoBalanceLeastEffortIgnoresZones(t *testing.T) {
 	if n := len(f.replicas("vol")); n != 2 {
 		t.Fatalf("%d replicas %v, want 2", n, f.replicaNodes("vol"))
 	}
+}
+
+// rebuildBalanceReplica plays the replica and engine controllers until the
+// replica that auto-balance added is RW in the engine (3 replicas), then
+// waits for the volume controller to remove one of the two extra ones.
+func (f *fixture) rebuildBalanceReplica(t *testing.T, modes map[string]longhorn.ReplicaMode) {
+	t.Helper()
+	f.runReplicas("vol")
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	f.runReplicas("vol")
+	f.syncVolume("vol")
+	for name := range f.engine("vol-e-0").Spec.ReplicaAddressMap {
+		modes[name] = longhorn.ReplicaModeRW
+	}
+	if len(modes) != 3 {
+		t.Fatalf("engine replicas %v, want 3", f.engine("vol-e-0").Spec.ReplicaAddressMap)
+	}
+	f.runEngine("vol-e-0", modes)
+	f.syncVolume("vol")
+	waitFor(t, func() bool { return len(f.replicas("vol")) == 2 })
+	f.syncVolume("vol")
 }
