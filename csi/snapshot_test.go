@@ -3,6 +3,8 @@ package csi
 import (
 	"testing"
 
+	"github.com/container-storage-interface/spec/lib/go/csi"
+
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 )
@@ -50,4 +52,34 @@ func FuzzParseSnapshotID(f *testing.F) {
 			t.Fatalf("%q parsed to %q %q, which prints %q", id, v, s, SnapshotID(v, s))
 		}
 	})
+}
+
+// A clone is the source's size unless a larger one is required; smaller
+// is OutOfRange. Publishing waits (Unavailable) until the clone completed.
+func TestCloneSizeAndPublishGate(t *testing.T) {
+	cases := []struct {
+		req, lim, rounded, src, want int64
+		code                         codes.Code
+	}{
+		{0, 0, 2 << 30, 64 << 20, 64 << 20, codes.OK},
+		{64 << 20, 0, 64 << 20, 64 << 20, 64 << 20, codes.OK},
+		{128 << 20, 0, 128 << 20, 64 << 20, 128 << 20, codes.OK},
+		{32 << 20, 0, 32 << 20, 64 << 20, 0, codes.OutOfRange},
+		{0, 32 << 20, 32 << 20, 64 << 20, 0, codes.OutOfRange},
+	}
+	for _, tc := range cases {
+		got, err := cloneSize(&csi.CapacityRange{RequiredBytes: tc.req, LimitBytes: tc.lim}, tc.rounded, tc.src)
+		if status.Code(err) != tc.code || got != tc.want {
+			t.Errorf("cloneSize(req %d lim %d, src %d) = %d, %v; want %d %s", tc.req, tc.lim, tc.src, got, err, tc.want, tc.code)
+		}
+	}
+	for st, want := range map[string]codes.Code{"": codes.Unavailable, "initiated": codes.Unavailable, "failed": codes.Unavailable, "completed": codes.OK} {
+		v := &Volume{Name: "c", DataSource: "vol://src", CloneStatus: CloneStatus{State: st}}
+		if err := cloneDone(v); status.Code(err) != want {
+			t.Errorf("clone %q: %v, want %s", st, err, want)
+		}
+	}
+	if err := cloneDone(&Volume{Name: "plain"}); err != nil {
+		t.Errorf("a volume without a data source: %v", err)
+	}
 }
