@@ -94,8 +94,8 @@ const (
 	LonghornLabelBackupTarget         = "backup-target"
 	// DefaultBackupTargetName is the BackupTarget created from
 	// longhorn-default-resource, the one target of releases before v1.8.0.
-	DefaultBackupTargetName = "default"
-	LonghornLabelSnapshotForVolume    = LonghornLabelKeyPrefix + "/snapshot-for-volume"
+	DefaultBackupTargetName        = "default"
+	LonghornLabelSnapshotForVolume = LonghornLabelKeyPrefix + "/snapshot-for-volume"
 	// LonghornLabelSkipReconcile "true" on a Longhorn object makes every
 	// controller leave it alone (for repairs by hand), as Rook's
 	// skip-reconcile label does.
