@@ -55,6 +55,7 @@ func managerCommand() *cli.Command {
 			&cli.StringFlag{Name: "webhook-url", Usage: "https://HOST:PORT the API server uses for the webhook instead of Service " + webhook.ServiceName},
 			&cli.IntFlag{Name: "readiness-port", Value: 9500, Usage: "HTTP port of the REST API /v1 (Service longhorn-backend) with /v1/healthz (liveness) and /v1/readyz (readiness); 0 disables it"},
 			&cli.IntFlag{Name: "workers", Value: 5, Usage: "workers per controller"},
+			&cli.BoolFlag{Name: "upgrade-version-check", Usage: "refuse to start when the installed version (Setting current-longhorn-version) cannot be upgraded to this one (Longhorn's upgrade path enforcement)"},
 		},
 		Action: runManager,
 	}
@@ -69,6 +70,7 @@ type managerConfig struct {
 	conversionPort int
 	webhookURL     string
 	readinessPort  int
+	versionCheck   bool
 }
 
 func parseManagerFlags(c *cli.Context) (managerConfig, error) {
@@ -79,6 +81,7 @@ func parseManagerFlags(c *cli.Context) (managerConfig, error) {
 			ServiceAccount: c.String("service-account"), Workers: c.Int("workers")},
 		kubeconfig: c.String("kubeconfig"), podIP: c.String("pod-ip"), webhookPort: c.Int("webhook-port"), conversionPort: c.Int("conversion-port"),
 		webhookURL: c.String("webhook-url"), readinessPort: c.Int("readiness-port"),
+		versionCheck: c.Bool("upgrade-version-check"),
 	}
 	switch {
 	case cfg.opts.NodeName == "":
@@ -136,6 +139,11 @@ func runManager(c *cli.Context) error {
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
+	}
+	if cfg.versionCheck {
+		if err := managerVersionCheck(ctx, rc, cfg.opts.Namespace); err != nil {
+			return err
+		}
 	}
 	ds, err := datastore.NewForConfig(rc, cfg.opts.Namespace, datastore.DefaultResyncPeriod)
 	if err != nil {
