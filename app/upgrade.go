@@ -8,7 +8,9 @@ import (
 	"github.com/urfave/cli/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/util/retry"
 
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
 	"github.com/longhorn-go/longhorn/meta"
 	"github.com/longhorn-go/longhorn/types"
@@ -45,9 +47,17 @@ func runPreUpgrade(c *cli.Context) error {
 	return nil
 }
 
+// UpgradeFromVersionAnnotation on Setting current-longhorn-version records the
+// version installed when `longhorn pre-upgrade` allowed an upgrade: the new
+// managers overwrite the setting's value with their own version, and
+// `longhorn post-upgrade` migrates the stored objects from the recorded one.
+const UpgradeFromVersionAnnotation = "longhorn.io/upgrade-from-version"
+
 // preUpgradeCheck reads the installed version from Setting current-longhorn-version
-// in ns (absent: a fresh install) and applies upgrade.CheckPath to target. It returns
-// the line to print, or an error naming both versions when the path is refused.
+// in ns (absent: a fresh install) and applies upgrade.CheckPath to target. An
+// allowed upgrade from an installed version is recorded on the setting
+// (UpgradeFromVersionAnnotation) for post-upgrade. It returns the line to print, or
+// an error naming both versions when the path is refused.
 func preUpgradeCheck(ctx context.Context, cs versioned.Interface, ns, target string) (string, error) {
 	name := string(types.SettingNameCurrentLonghornVersion)
 	current := ""
@@ -62,8 +72,40 @@ func preUpgradeCheck(ctx context.Context, cs versioned.Interface, ns, target str
 	if err != nil {
 		return "", fmt.Errorf("pre-upgrade: %w", err)
 	}
+	if current != "" {
+		if err := recordUpgradeFrom(ctx, cs, s, current); err != nil {
+			return "", err
+		}
+	}
 	if v.Skipped != "" {
 		return fmt.Sprintf("pre-upgrade: %q -> %q not checked: %s", current, target, v.Skipped), nil
 	}
 	return fmt.Sprintf("pre-upgrade: upgrade from %s to %s is a supported path", current, target), nil
+}
+
+// recordUpgradeFrom writes UpgradeFromVersionAnnotation = from on setting s
+// (retrying on a conflict with the managers' own writes). An annotation left
+// by an earlier pre-upgrade whose post-upgrade did not run is kept: the
+// objects are still in that older version's shape.
+func recordUpgradeFrom(ctx context.Context, cs versioned.Interface, s *longhorn.Setting, from string) error {
+	settings := cs.LonghornV1beta2().Settings(s.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := settings.Get(ctx, s.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, ok := cur.Annotations[UpgradeFromVersionAnnotation]; ok {
+			return nil
+		}
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[UpgradeFromVersionAnnotation] = from
+		_, err = settings.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pre-upgrade: record the installed version %s on Setting %s: %w", from, s.Name, err)
+	}
+	return nil
 }
