@@ -122,6 +122,24 @@ func longhornClientset(kubeconfig string) (versioned.Interface, error) {
 	return versioned.NewForConfig(cfg)
 }
 
+// managerRestConfig is the manager's client configuration; with
+// --upgrade-version-check it first refuses a refused upgrade path.
+func managerRestConfig(ctx context.Context, cfg managerConfig) (*rest.Config, error) {
+	rc, err := restConfig(cfg.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	rc.QPS, rc.Burst = 100, 200
+	// Longhorn's finalizer "longhorn.io" draws a warning on every write; say it once.
+	rc.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
+	if cfg.versionCheck {
+		if err := managerVersionCheck(ctx, rc, cfg.opts.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	return rc, nil
+}
+
 func runManager(c *cli.Context) error {
 	cfg, err := parseManagerFlags(c)
 	if err != nil {
@@ -129,21 +147,13 @@ func runManager(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	rc, err := restConfig(cfg.kubeconfig)
-	if err != nil {
-		return fmt.Errorf("kubernetes client config: %w", err)
-	}
-	rc.QPS, rc.Burst = 100, 200
-	// Longhorn's finalizer "longhorn.io" draws a warning on every write; say it once.
-	rc.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
-	kube, err := kubernetes.NewForConfig(rc)
+	rc, err := managerRestConfig(ctx, cfg)
 	if err != nil {
 		return err
 	}
-	if cfg.versionCheck {
-		if err := managerVersionCheck(ctx, rc, cfg.opts.Namespace); err != nil {
-			return err
-		}
+	kube, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return err
 	}
 	ds, err := datastore.NewForConfig(rc, cfg.opts.Namespace, datastore.DefaultResyncPeriod)
 	if err != nil {

@@ -41,12 +41,12 @@ func Schema() []byte {
 			"jobEnabled":          jsType("boolean", "render the pre-upgrade hook Job longhorn-pre-upgrade (`longhorn pre-upgrade`: refuses a downgrade or a skipped version); disable for GitOps tools without hooks"),
 			"upgradeVersionCheck": jsType("boolean", "the managers refuse to start on an upgrade path Longhorn refuses (--upgrade-version-check); false also disables the pre-upgrade Job"),
 		})),
-		"enablePSP":                 jsType("boolean", "PodSecurityPolicy (removed in Kubernetes 1.25): only false is supported"),
-		"enableGoCoverDir":          jsType("boolean", "Longhorn's coverage build switch; accepted, no effect"),
-		"extraObjects":              map[string]any{"type": "array", "description": "extra manifests rendered with the release (strings are templated)"},
-		"namespaceOverride":         jsType("string", "install into this namespace instead of the release's"),
-		"annotations":               stringMap("annotations of the manager pods"),
-		"serviceAccount":            object(map[string]any{"annotations": stringMap("annotations of the service account")}),
+		"enablePSP":         jsType("boolean", "PodSecurityPolicy (removed in Kubernetes 1.25): only false is supported"),
+		"enableGoCoverDir":  jsType("boolean", "Longhorn's coverage build switch; accepted, no effect"),
+		"extraObjects":      map[string]any{"type": "array", "description": "extra manifests rendered with the release (strings are templated)"},
+		"namespaceOverride": jsType("string", "install into this namespace instead of the release's"),
+		"annotations":       stringMap("annotations of the manager pods"),
+		"serviceAccount":    object(map[string]any{"annotations": stringMap("annotations of the service account")}),
 	})
 	root["$schema"] = "http://json-schema.org/draft-07/schema#"
 	root["title"] = "Values of the longhorn chart"
