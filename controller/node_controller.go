@@ -127,6 +127,9 @@ func (c *NodeController) syncNode(ctx context.Context, key string) (Result, erro
 			return Done, err
 		}
 		c.reconcileMountPropagation(ctx, next)
+		if err := c.reconcileAutoEvicting(ctx, next, kn); err != nil {
+			return Done, err
+		}
 		if err := c.ensureInstanceManager(ctx); err != nil {
 			return Done, err
 		}

@@ -82,7 +82,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameDisableSchedulingOnCordonedNode:                          reader("controller/node_controller.go:reconcileConditions"),
 	SettingNameReplicaZoneSoftAntiAffinity:                              reader(readVolumeSettings),
 	SettingNameNodeDownPodDeletionPolicy:                                notSupported(),
-	SettingNameNodeDrainPolicy:                                          {Reader: "controller/drain_policy.go:reconcilePDB", NotSupported: true, Inert: []string{"always-allow", "allow-if-replica-is-stopped"}},
+	SettingNameNodeDrainPolicy:                                          reader("controller/drain_policy.go:reconcilePDB"),
 	SettingNameDetachManuallyAttachedVolumesWhenCordoned:                notSupported(),
 	SettingNamePriorityClass:                                            reader(readSystemManaged),
 	SettingNameDisableRevisionCounter:                                   reader(readVolumeSettings),

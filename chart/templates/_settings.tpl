@@ -124,7 +124,6 @@ system-managed-csi-components-resource-limits: {accepted: [""], message: "\"\""}
 auto-delete-pod-when-volume-detached-unexpectedly: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
 blacklist-for-auto-delete-pod-when-volume-detached-unexpectedly: {accepted: [""], message: "\"\""}
 node-down-pod-deletion-policy: {accepted: ["","do-nothing"], message: "\"do-nothing\""}
-node-drain-policy: {accepted: ["","allow-if-replica-is-stopped","always-allow","block-if-contains-last-replica"], message: "\"allow-if-replica-is-stopped\" or \"always-allow\" or \"block-if-contains-last-replica\""}
 detach-manually-attached-volumes-when-cordoned: {accepted: ["","false"], message: "\"false\""}
 concurrent-backing-image-replenish-per-node-limit: {accepted: ["","5"], message: "\"5\""}
 concurrent-volume-backup-restore-per-node-limit: {accepted: ["","5"], message: "\"5\""}
