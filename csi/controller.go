@@ -99,7 +99,7 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		return nil, err
 	}
 	if src := req.GetVolumeContentSource(); src != nil {
-		ds, srcSize, err := s.contentSource(ctx, src)
+		ds, fromBackup, srcSize, err := s.contentSource(ctx, src)
 		if err != nil {
 			return nil, err
 		}
@@ -107,6 +107,9 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 			return nil, err
 		}
 		opts.create.DataSource = ds
+		if fromBackup != "" {
+			opts.create.FromBackup = fromBackup
+		}
 	}
 	name := volumeName(req.GetName())
 	opts.create.Name, opts.create.Size = name, strconv.FormatInt(size, 10)

@@ -19,7 +19,7 @@ import (
 // Snapshot object through the volume's snapshotCR* actions), id
 // snap://<volume>/<snapshot>, from which a new volume is cloned (dataSource
 // snap://); `bak` (Longhorn's default, legacy `bs`) is a backup, id
-// bak://<volume>/<backup>; `bi` a backing image. Only `snap` is served yet.
+// bak://<volume>/<backup> (backup.go); `bi` a backing image, not served yet.
 const (
 	snapParamType   = "type"
 	snapTypeSnap    = "snap"
@@ -63,8 +63,15 @@ func snapshotType(params map[string]string) (string, error) {
 		}
 		return t, nil
 	case snapTypeBackup, snapTypeLegacy:
-		return "", status.Errorf(codes.InvalidArgument,
-			"parameters: type %q (a backup, Longhorn's default type) is not supported yet through CSI: set type: snap in the VolumeSnapshotClass", t)
+		if params["exportType"] != "" {
+			return "", status.Error(codes.InvalidArgument, "parameters: exportType applies to type bi, not bak")
+		}
+		switch params["backupMode"] {
+		case "", "full", "incremental":
+		default:
+			return "", status.Errorf(codes.InvalidArgument, "parameters: backupMode %q: want full or incremental", params["backupMode"])
+		}
+		return snapTypeBackup, nil
 	case snapTypeBacking:
 		return "", status.Error(codes.InvalidArgument, "parameters: type bi (backing image) is not supported yet")
 	}
@@ -98,7 +105,8 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 	if req.GetSourceVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "source_volume_id is required")
 	}
-	if _, err := snapshotType(req.GetParameters()); err != nil {
+	typ, err := snapshotType(req.GetParameters())
+	if err != nil {
 		return nil, err
 	}
 	vol, name := req.GetSourceVolumeId(), snapshotName(req.GetName())
@@ -129,6 +137,9 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 	}
 	if sn, err = s.waitSnapshot(ctx, vol, name); err != nil {
 		return nil, err
+	}
+	if typ == snapTypeBackup {
+		return s.backupSnapshot(ctx, v, name, req.GetParameters()["backupMode"])
 	}
 	size := sn.RestoreSize
 	if size == 0 {
@@ -168,6 +179,12 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 	id := req.GetSnapshotId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
+	}
+	if _, _, ok := ParseBackupID(id); ok {
+		if err := s.deleteBackupSnapshot(ctx, id); err != nil {
+			return nil, err
+		}
+		return &csi.DeleteSnapshotResponse{}, nil
 	}
 	vol, name, ok := ParseSnapshotID(id)
 	if !ok {
@@ -212,33 +229,40 @@ func (c *Client) DeleteSnapshotCR(ctx context.Context, volume, name string) erro
 
 // contentSource turns CreateVolume's content source into the volume's
 // data source, as Longhorn's driver does: a snapshot snap://<vol>/<snap> is
-// dataSource snap://<vol>/<snap>, a volume <vol> is vol://<vol>. It also
-// returns the source volume's size. NotFound when the source is missing.
-func (s *controllerServer) contentSource(ctx context.Context, src *csi.VolumeContentSource) (string, int64, error) {
-	var vol, ds string
+// dataSource snap://<vol>/<snap>, a volume <vol> is vol://<vol>, a backup
+// bak://<vol>/<backup> is fromBackup (the backup's URL). It also returns
+// the source volume's size. NotFound when the source is missing.
+func (s *controllerServer) contentSource(ctx context.Context, src *csi.VolumeContentSource) (ds, fromBackup string, size int64, err error) {
+	var vol string
 	switch {
+	case src.GetSnapshot() != nil && strings.HasPrefix(src.GetSnapshot().GetSnapshotId(), bakIDPrefix):
+		if _, _, ok := ParseBackupID(src.GetSnapshot().GetSnapshotId()); !ok {
+			return "", "", 0, status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found", src.GetSnapshot().GetSnapshotId())
+		}
+		url, size, err := s.backupSource(ctx, src.GetSnapshot().GetSnapshotId())
+		return "", url, size, err
 	case src.GetSnapshot() != nil:
 		id := src.GetSnapshot().GetSnapshotId()
 		v, name, ok := ParseSnapshotID(id)
 		if !ok {
-			return "", 0, status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found (want snap://<volume>/<snapshot>)", id)
+			return "", "", 0, status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found (want snap://<volume>/<snapshot>)", id)
 		}
 		if _, err := s.d.client.GetSnapshotCR(ctx, v, name); err != nil {
-			return "", 0, apiStatus(err, "volume_content_source: snapshot "+name+" of volume "+v)
+			return "", "", 0, apiStatus(err, "volume_content_source: snapshot "+name+" of volume "+v)
 		}
 		vol, ds = v, SnapshotID(v, name)
 	case src.GetVolume() != nil:
 		vol = src.GetVolume().GetVolumeId()
 		ds = "vol://" + vol
 	default:
-		return "", 0, status.Error(codes.InvalidArgument, "volume_content_source: want a snapshot or a volume")
+		return "", "", 0, status.Error(codes.InvalidArgument, "volume_content_source: want a snapshot or a volume")
 	}
 	v, err := s.d.client.GetVolume(ctx, vol)
 	if err != nil {
-		return "", 0, apiStatus(err, "volume_content_source: volume "+vol)
+		return "", "", 0, apiStatus(err, "volume_content_source: volume "+vol)
 	}
-	size, _ := strconv.ParseInt(v.Size, 10, 64)
-	return ds, size, nil
+	size, _ = strconv.ParseInt(v.Size, 10, 64)
+	return ds, "", size, nil
 }
 
 // cloneSize is the size of a volume made from a source of srcSize bytes:

@@ -16,9 +16,12 @@ func TestSnapshotType(t *testing.T) {
 	}{
 		{map[string]string{"type": "snap"}, codes.OK},
 		{map[string]string{"type": "snap", "csi.storage.k8s.io/snapshotter-secret-name": "x"}, codes.OK},
-		{nil, codes.InvalidArgument}, // bak, Longhorn's default: not yet
-		{map[string]string{"type": "bak"}, codes.InvalidArgument},
-		{map[string]string{"type": "bs"}, codes.InvalidArgument},
+		{nil, codes.OK}, // bak, Longhorn's default
+		{map[string]string{"type": "bak"}, codes.OK},
+		{map[string]string{"type": "bs"}, codes.OK},
+		{map[string]string{"type": "bak", "backupMode": "incremental"}, codes.OK},
+		{map[string]string{"type": "bak", "backupMode": "sometimes"}, codes.InvalidArgument},
+		{map[string]string{"type": "bak", "exportType": "raw"}, codes.InvalidArgument},
 		{map[string]string{"type": "bi"}, codes.InvalidArgument},
 		{map[string]string{"type": "weird"}, codes.InvalidArgument},
 		{map[string]string{"type": "snap", "backupMode": "full"}, codes.InvalidArgument},
@@ -27,6 +30,17 @@ func TestSnapshotType(t *testing.T) {
 		_, err := snapshotType(c.params)
 		if status.Code(err) != c.code {
 			t.Errorf("snapshotType(%v) = %v, want %v", c.params, err, c.code)
+		}
+	}
+}
+
+func TestParseBackupID(t *testing.T) {
+	if v, b, ok := ParseBackupID(BackupID("pvc-1", "backup-0123")); !ok || v != "pvc-1" || b != "backup-0123" {
+		t.Fatalf("round trip: %q %q %v", v, b, ok)
+	}
+	for _, id := range []string{"", "bak://", "bak://v", "bak://v/", "bak:///b", "snap://v/s", "bak://v/b/x"} {
+		if _, _, ok := ParseBackupID(id); ok {
+			t.Errorf("ParseBackupID(%q) accepted", id)
 		}
 	}
 }
