@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/util/retry"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -59,28 +61,42 @@ const UpgradeFromVersionAnnotation = "longhorn.io/upgrade-from-version"
 // (UpgradeFromVersionAnnotation) for post-upgrade. It returns the line to print, or
 // an error naming both versions when the path is refused.
 func preUpgradeCheck(ctx context.Context, cs versioned.Interface, ns, target string) (string, error) {
+	s, msg, err := checkInstalledVersion(ctx, cs, ns, target)
+	if err != nil {
+		return "", fmt.Errorf("pre-upgrade: %w", err)
+	}
+	if s != nil && s.Value != "" {
+		if err := recordUpgradeFrom(ctx, cs, s, s.Value); err != nil {
+			return "", err
+		}
+	}
+	return "pre-upgrade: " + msg, nil
+}
+
+// checkInstalledVersion applies upgrade.CheckPath from the version in Setting
+// current-longhorn-version of ns (nil when absent: a fresh install) to target.
+// It returns the setting, a line saying what was checked, or the refusal.
+// The manager runs it at start with --upgrade-version-check.
+func checkInstalledVersion(ctx context.Context, cs versioned.Interface, ns, target string) (*longhorn.Setting, string, error) {
 	name := string(types.SettingNameCurrentLonghornVersion)
 	current := ""
 	s, err := cs.LonghornV1beta2().Settings(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		current = s.Value
-	case !apierrors.IsNotFound(err):
-		return "", fmt.Errorf("pre-upgrade: read Setting %s/%s: %w", ns, name, err)
+	case apierrors.IsNotFound(err):
+		s = nil
+	default:
+		return nil, "", fmt.Errorf("read Setting %s/%s: %w", ns, name, err)
 	}
 	v, err := upgrade.CheckPath(current, target)
 	if err != nil {
-		return "", fmt.Errorf("pre-upgrade: %w", err)
-	}
-	if current != "" {
-		if err := recordUpgradeFrom(ctx, cs, s, current); err != nil {
-			return "", err
-		}
+		return s, "", err
 	}
 	if v.Skipped != "" {
-		return fmt.Sprintf("pre-upgrade: %q -> %q not checked: %s", current, target, v.Skipped), nil
+		return s, fmt.Sprintf("%q -> %q not checked: %s", current, target, v.Skipped), nil
 	}
-	return fmt.Sprintf("pre-upgrade: upgrade from %s to %s is a supported path", current, target), nil
+	return s, fmt.Sprintf("upgrade from %s to %s is a supported path", current, target), nil
 }
 
 // recordUpgradeFrom writes UpgradeFromVersionAnnotation = from on setting s
@@ -107,5 +123,23 @@ func recordUpgradeFrom(ctx context.Context, cs versioned.Interface, s *longhorn.
 	if err != nil {
 		return fmt.Errorf("pre-upgrade: record the installed version %s on Setting %s: %w", from, s.Name, err)
 	}
+	return nil
+}
+
+// managerVersionCheck is the manager's --upgrade-version-check: before it
+// starts anything (and pins current-longhorn-version to its own version), it
+// refuses an upgrade path Longhorn refuses, so a skipped version never runs.
+func managerVersionCheck(ctx context.Context, rc *rest.Config, ns string) error {
+	cs, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, msg, err := checkInstalledVersion(ctx, cs, ns, meta.Version)
+	if err != nil {
+		return fmt.Errorf("upgrade version check: %w", err)
+	}
+	logrus.Info("Upgrade version check: " + msg)
 	return nil
 }

@@ -244,7 +244,7 @@ func TestNotesListIgnoredValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornDriver", "preUpgradeChecker"} {
+	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornDriver"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes do not name %s:\n%s", want, notes)
 		}
