@@ -43,6 +43,15 @@ func (d Doc) meta(field string) string {
 	return s
 }
 
+// Hook is the object's helm.sh/hook annotation ("" for an object that is
+// not a Helm hook).
+func (d Doc) Hook() string {
+	m, _ := d.Object["metadata"].(map[string]any)
+	a, _ := m["annotations"].(map[string]any)
+	s, _ := a["helm.sh/hook"].(string)
+	return s
+}
+
 // ID is "Kind/namespace/name", unique within a manifest.
 func (d Doc) ID() string { return d.Kind() + "/" + d.Namespace() + "/" + d.Name() }
 
@@ -198,7 +207,7 @@ const manifestHeader = `# Longhorn installation manifest: kubectl apply -f deplo
 
 // Manifest renders the chart with values and returns deploy/longhorn.yaml:
 // a header, the Namespace, then every object in install order, each under a
-// "# Source:" line naming its template.
+// "# Source:" line naming its template; Helm hooks are left out.
 func Manifest(chartDir string, values map[string]any, image string) ([]byte, error) {
 	docs, err := Render(chartDir, values)
 	if err != nil {
@@ -207,6 +216,9 @@ func Manifest(chartDir string, values map[string]any, image string) ([]byte, err
 	var b bytes.Buffer
 	fmt.Fprintf(&b, manifestHeader, image)
 	for _, d := range append([]Doc{NamespaceDoc()}, docs...) {
+		if d.Hook() != "" {
+			continue // Helm hooks (upgrade Jobs) have no place in a kubectl apply
+		}
 		fmt.Fprintf(&b, "---\n# Source: %s\n%s\n", d.Source, strings.TrimRight(d.Text, "\n"))
 	}
 	return b.Bytes(), nil
