@@ -186,6 +186,8 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	t.Run("iscsi frontend", func(t *testing.T) { testISCSIFrontend(t, c) })
 	t.Run("takeover", func(t *testing.T) { testTakeover(t, c) })
 	t.Run("kubernetes node down", func(t *testing.T) { testKubernetesNodeDown(t, c) })
+	// Last: it removes everything.
+	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c) })
 }
 
 func testRebuild(t *testing.T, c *cluster, vol, endpoint string) {
