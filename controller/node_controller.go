@@ -130,6 +130,9 @@ func (c *NodeController) syncNode(ctx context.Context, key string) (Result, erro
 		if err := c.reconcileAutoEvicting(ctx, next, kn); err != nil {
 			return Done, err
 		}
+		if err := c.reconcileOrphans(ctx, next); err != nil {
+			LoggerFrom(ctx).WithError(err).Warn("Orphaned replica data")
+		}
 		if err := c.ensureInstanceManager(ctx); err != nil {
 			return Done, err
 		}

@@ -133,8 +133,6 @@ concurrent-automatic-engine-upgrade-per-node-limit: {accepted: ["","0"], message
 backing-image-cleanup-wait-interval: {accepted: ["","60"], message: "\"60\""}
 backing-image-recovery-wait-interval: {accepted: ["","300"], message: "\"300\""}
 kubernetes-cluster-autoscaler-enabled: {accepted: ["","false"], message: "\"false\""}
-orphan-resource-auto-deletion: {accepted: [""], message: "\"\""}
-orphan-resource-auto-deletion-grace-period: {accepted: ["","300"], message: "\"300\""}
 endpoint-network-for-rwx-volume: {accepted: [""], message: "\"\""}
 failed-backup-ttl: {accepted: ["","0","1440"], message: "\"0\" or \"1440\""}
 recurring-successful-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
