@@ -87,9 +87,9 @@ func TestSettings(t *testing.T) {
 	if st != http.StatusUnprocessableEntity || !strings.Contains(apiErr.Message, "at most 20") || !strings.Contains(apiErr.Message, "default-replica-count") {
 		t.Errorf("PUT 21 = %d %+v, want 422 naming the limit", st, apiErr)
 	}
-	st = e.do("PUT", "/v1/settings/node-drain-policy", SettingInput{Value: "block-for-eviction"}, &apiErr)
-	if st != http.StatusUnprocessableEntity || !strings.Contains(apiErr.Message, "node-drain-policy is not supported yet") {
-		t.Errorf("PUT node-drain-policy=block-for-eviction = %d %+v, want 422 not supported yet", st, apiErr)
+	st = e.do("PUT", "/v1/settings/node-down-pod-deletion-policy", SettingInput{Value: "delete-statefulset-pod"}, &apiErr)
+	if st != http.StatusUnprocessableEntity || !strings.Contains(apiErr.Message, "node-down-pod-deletion-policy is not supported yet") {
+		t.Errorf("PUT node-down-pod-deletion-policy=delete-statefulset-pod = %d %+v, want 422 not supported yet", st, apiErr)
 	}
 	if st := e.do("PUT", "/v1/settings/current-longhorn-version", SettingInput{Value: "v9"}, &apiErr); st != http.StatusForbidden {
 		t.Errorf("PUT read-only = %d %+v", st, apiErr)

@@ -111,10 +111,14 @@ func runReplica(c *cli.Context) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	if err := servePprof(c); err != nil {
+		return err
+	}
 	pr, err := replicasrv.Start(cfg, logrus.StandardLogger())
 	if err != nil {
 		return err
 	}
+	trimAfterStart(ctx, "replica")
 	return pr.Wait(ctx)
 }
 
@@ -193,6 +197,9 @@ func runController(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := servePprof(c); err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", c.String("listen"), err)
@@ -212,6 +219,7 @@ func runController(c *cli.Context) error {
 		_ = ctl.Shutdown()
 		return err
 	}
+	trimAfterStart(ctx, "engine")
 	select {
 	case <-ctx.Done():
 	case err = <-errc:

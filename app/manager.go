@@ -55,6 +55,7 @@ func managerCommand() *cli.Command {
 			&cli.StringFlag{Name: "webhook-url", Usage: "https://HOST:PORT the API server uses for the webhook instead of Service " + webhook.ServiceName},
 			&cli.IntFlag{Name: "readiness-port", Value: 9500, Usage: "HTTP port of the REST API /v1 (Service longhorn-backend) with /v1/healthz (liveness) and /v1/readyz (readiness); 0 disables it"},
 			&cli.IntFlag{Name: "workers", Value: 5, Usage: "workers per controller"},
+			&cli.BoolFlag{Name: "upgrade-version-check", Usage: "refuse to start when the installed version (Setting current-longhorn-version) cannot be upgraded to this one (Longhorn's upgrade path enforcement)"},
 		},
 		Action: runManager,
 	}
@@ -69,6 +70,7 @@ type managerConfig struct {
 	conversionPort int
 	webhookURL     string
 	readinessPort  int
+	versionCheck   bool
 }
 
 func parseManagerFlags(c *cli.Context) (managerConfig, error) {
@@ -79,6 +81,7 @@ func parseManagerFlags(c *cli.Context) (managerConfig, error) {
 			ServiceAccount: c.String("service-account"), Workers: c.Int("workers")},
 		kubeconfig: c.String("kubeconfig"), podIP: c.String("pod-ip"), webhookPort: c.Int("webhook-port"), conversionPort: c.Int("conversion-port"),
 		webhookURL: c.String("webhook-url"), readinessPort: c.Int("readiness-port"),
+		versionCheck: c.Bool("upgrade-version-check"),
 	}
 	switch {
 	case cfg.opts.NodeName == "":
@@ -119,6 +122,24 @@ func longhornClientset(kubeconfig string) (versioned.Interface, error) {
 	return versioned.NewForConfig(cfg)
 }
 
+// managerRestConfig is the manager's client configuration; with
+// --upgrade-version-check it first refuses a refused upgrade path.
+func managerRestConfig(ctx context.Context, cfg managerConfig) (*rest.Config, error) {
+	rc, err := restConfig(cfg.kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("kubernetes client config: %w", err)
+	}
+	rc.QPS, rc.Burst = 100, 200
+	// Longhorn's finalizer "longhorn.io" draws a warning on every write; say it once.
+	rc.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
+	if cfg.versionCheck {
+		if err := managerVersionCheck(ctx, rc, cfg.opts.Namespace); err != nil {
+			return nil, err
+		}
+	}
+	return rc, nil
+}
+
 func runManager(c *cli.Context) error {
 	cfg, err := parseManagerFlags(c)
 	if err != nil {
@@ -126,13 +147,10 @@ func runManager(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	rc, err := restConfig(cfg.kubeconfig)
+	rc, err := managerRestConfig(ctx, cfg)
 	if err != nil {
-		return fmt.Errorf("kubernetes client config: %w", err)
+		return err
 	}
-	rc.QPS, rc.Burst = 100, 200
-	// Longhorn's finalizer "longhorn.io" draws a warning on every write; say it once.
-	rc.WarningHandler = rest.NewWarningWriter(os.Stderr, rest.WarningWriterOptions{Deduplicate: true})
 	kube, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err

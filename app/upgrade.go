@@ -5,10 +5,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/util/retry"
 
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
 	"github.com/longhorn-go/longhorn/meta"
 	"github.com/longhorn-go/longhorn/types"
@@ -45,25 +49,97 @@ func runPreUpgrade(c *cli.Context) error {
 	return nil
 }
 
+// UpgradeFromVersionAnnotation on Setting current-longhorn-version records the
+// version installed when `longhorn pre-upgrade` allowed an upgrade: the new
+// managers overwrite the setting's value with their own version, and
+// `longhorn post-upgrade` migrates the stored objects from the recorded one.
+const UpgradeFromVersionAnnotation = "longhorn.io/upgrade-from-version"
+
 // preUpgradeCheck reads the installed version from Setting current-longhorn-version
-// in ns (absent: a fresh install) and applies upgrade.CheckPath to target. It returns
-// the line to print, or an error naming both versions when the path is refused.
+// in ns (absent: a fresh install) and applies upgrade.CheckPath to target. An
+// allowed upgrade from an installed version is recorded on the setting
+// (UpgradeFromVersionAnnotation) for post-upgrade. It returns the line to print, or
+// an error naming both versions when the path is refused.
 func preUpgradeCheck(ctx context.Context, cs versioned.Interface, ns, target string) (string, error) {
+	s, msg, err := checkInstalledVersion(ctx, cs, ns, target)
+	if err != nil {
+		return "", fmt.Errorf("pre-upgrade: %w", err)
+	}
+	if s != nil && s.Value != "" {
+		if err := recordUpgradeFrom(ctx, cs, s, s.Value); err != nil {
+			return "", err
+		}
+	}
+	return "pre-upgrade: " + msg, nil
+}
+
+// checkInstalledVersion applies upgrade.CheckPath from the version in Setting
+// current-longhorn-version of ns (nil when absent: a fresh install) to target.
+// It returns the setting, a line saying what was checked, or the refusal.
+// The manager runs it at start with --upgrade-version-check.
+func checkInstalledVersion(ctx context.Context, cs versioned.Interface, ns, target string) (*longhorn.Setting, string, error) {
 	name := string(types.SettingNameCurrentLonghornVersion)
 	current := ""
 	s, err := cs.LonghornV1beta2().Settings(ns).Get(ctx, name, metav1.GetOptions{})
 	switch {
 	case err == nil:
 		current = s.Value
-	case !apierrors.IsNotFound(err):
-		return "", fmt.Errorf("pre-upgrade: read Setting %s/%s: %w", ns, name, err)
+	case apierrors.IsNotFound(err):
+		s = nil
+	default:
+		return nil, "", fmt.Errorf("read Setting %s/%s: %w", ns, name, err)
 	}
 	v, err := upgrade.CheckPath(current, target)
 	if err != nil {
-		return "", fmt.Errorf("pre-upgrade: %w", err)
+		return s, "", err
 	}
 	if v.Skipped != "" {
-		return fmt.Sprintf("pre-upgrade: %q -> %q not checked: %s", current, target, v.Skipped), nil
+		return s, fmt.Sprintf("%q -> %q not checked: %s", current, target, v.Skipped), nil
 	}
-	return fmt.Sprintf("pre-upgrade: upgrade from %s to %s is a supported path", current, target), nil
+	return s, fmt.Sprintf("upgrade from %s to %s is a supported path", current, target), nil
+}
+
+// recordUpgradeFrom writes UpgradeFromVersionAnnotation = from on setting s
+// (retrying on a conflict with the managers' own writes). An annotation left
+// by an earlier pre-upgrade whose post-upgrade did not run is kept: the
+// objects are still in that older version's shape.
+func recordUpgradeFrom(ctx context.Context, cs versioned.Interface, s *longhorn.Setting, from string) error {
+	settings := cs.LonghornV1beta2().Settings(s.Namespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		cur, err := settings.Get(ctx, s.Name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if _, ok := cur.Annotations[UpgradeFromVersionAnnotation]; ok {
+			return nil
+		}
+		if cur.Annotations == nil {
+			cur.Annotations = map[string]string{}
+		}
+		cur.Annotations[UpgradeFromVersionAnnotation] = from
+		_, err = settings.Update(ctx, cur, metav1.UpdateOptions{})
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pre-upgrade: record the installed version %s on Setting %s: %w", from, s.Name, err)
+	}
+	return nil
+}
+
+// managerVersionCheck is the manager's --upgrade-version-check: before it
+// starts anything (and pins current-longhorn-version to its own version), it
+// refuses an upgrade path Longhorn refuses, so a skipped version never runs.
+func managerVersionCheck(ctx context.Context, rc *rest.Config, ns string) error {
+	cs, err := versioned.NewForConfig(rc)
+	if err != nil {
+		return err
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	_, msg, err := checkInstalledVersion(ctx, cs, ns, meta.Version)
+	if err != nil {
+		return fmt.Errorf("upgrade version check: %w", err)
+	}
+	logrus.Info("Upgrade version check: " + msg)
+	return nil
 }

@@ -249,7 +249,7 @@ replica-soft-anti-affinity: true
 storage-minimal-available-percentage: "250"
 rebuild-concurrent-sync-limit: "2"
 backup-compression-method: ~
-node-drain-policy: block-for-eviction
+node-down-pod-deletion-policy: delete-statefulset-pod
 upgrade-checker: false
 `
 	vals, rejected, err := ParseDefaultSettings(doc)
@@ -268,8 +268,8 @@ upgrade-checker: false
 	if _, ok := vals["backup-compression-method"]; ok {
 		t.Fatal("null value applied")
 	}
-	if why := rejected["node-drain-policy"]; !strings.Contains(why, "not supported yet") {
-		t.Fatalf("node-drain-policy block-for-eviction (not supported yet) not rejected as such: %q", why)
+	if why := rejected["node-down-pod-deletion-policy"]; !strings.Contains(why, "not supported yet") {
+		t.Fatalf("node-down-pod-deletion-policy delete-statefulset-pod (not supported yet) not rejected as such: %q", why)
 	}
 	if vals["upgrade-checker"] != "false" {
 		t.Fatalf("inert upgrade-checker=false not applied: %v %v", vals, rejected)

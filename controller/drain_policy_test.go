@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -82,5 +84,152 @@ func TestDrainPolicyPDB(t *testing.T) {
 	}
 	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("PDB kept under always-allow: %v", err)
+	}
+}
+
+// The block-for-eviction policies: block-for-eviction blocks while the node
+// holds any replica that has not failed, the -if-contains-last-replica one
+// as block-if-contains-last-replica.
+func TestDrainPolicyDecisionForEviction(t *testing.T) {
+	twoHealthy := []*longhorn.Replica{drainReplica("a", "n1", true, true), drainReplica("a", "n2", true, true)}
+	lastStopped := []*longhorn.Replica{drainReplica("a", "n1", true, false)}
+	failedHere := []*longhorn.Replica{drainReplica("a", "n1", true, true), drainReplica("a", "n2", true, true)}
+	failedHere[0].Spec.FailedAt = "2026-12-02T00:00:00Z"
+	for _, c := range []struct {
+		policy   string
+		replicas []*longhorn.Replica
+		want     bool
+	}{
+		{drainBlockForEviction, twoHealthy, true},
+		{drainBlockForEviction, lastStopped, true},
+		{drainBlockForEviction, failedHere, false},
+		{drainBlockForEviction, nil, false},
+		{drainBlockForEvictionIfContainsLastReplica, twoHealthy, false},
+		{drainBlockForEvictionIfContainsLastReplica, lastStopped, true},
+	} {
+		if got := imNeedsPDB(c.policy, "n1", c.replicas); got != c.want {
+			t.Errorf("%s with %d replicas: PDB %v, want %v", c.policy, len(c.replicas), got, c.want)
+		}
+	}
+}
+
+// drainEvicts: only on a cordoned node; block-for-eviction evicts every
+// replica there, the -if-contains-last-replica policy only a volume's last
+// healthy one, and keeps evicting it once a replica elsewhere is healthy.
+func TestDrainEvicts(t *testing.T) {
+	last := []*longhorn.Replica{drainReplica("a", "n1", true, true), drainReplica("a", "n2", false, true)}
+	two := []*longhorn.Replica{drainReplica("a", "n1", true, true), drainReplica("a", "n2", true, true)}
+	marked := []*longhorn.Replica{drainReplica("a", "n1", true, true), drainReplica("a", "n2", true, true)}
+	marked[0].Spec.EvictionRequested = true
+	for _, c := range []struct {
+		name     string
+		policy   string
+		cordoned bool
+		replicas []*longhorn.Replica
+		want     bool
+	}{
+		{"not cordoned", drainBlockForEviction, false, two, false},
+		{"any replica", drainBlockForEviction, true, two, true},
+		{"last healthy", drainBlockForEvictionIfContainsLastReplica, true, last, true},
+		{"not the last", drainBlockForEvictionIfContainsLastReplica, true, two, false},
+		{"already evicting", drainBlockForEvictionIfContainsLastReplica, true, marked, true},
+		{"block policy never evicts", drainBlockIfContainsLastReplica, true, last, false},
+		{"always-allow never evicts", drainAlwaysAllow, true, last, false},
+	} {
+		if got := drainEvicts(c.policy, c.cordoned, c.replicas[0], c.replicas); got != c.want {
+			t.Errorf("%s (%s): evict %v, want %v", c.name, c.policy, got, c.want)
+		}
+	}
+}
+
+// cordon sets spec.unschedulable of the Kubernetes node name (creating it),
+// and the Longhorn node's Schedulable condition as the node controller does,
+// then waits for the caches.
+func (f *fixture) cordon(name string, on bool) {
+	f.t.Helper()
+	nodes := f.kube.CoreV1().Nodes()
+	kn, err := nodes.Get(f.ctx, name, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		kn, err = nodes.Create(f.ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{})
+	}
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	kn.Spec.Unschedulable = on
+	if _, err := nodes.Update(f.ctx, kn, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	n, err := f.lh.LonghornV1beta2().Nodes(testNS).Get(f.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	n.Status.Conditions = setCond(n.Status.Conditions, longhorn.NodeConditionTypeSchedulable, !on, "", "", "")
+	if _, err := f.lh.LonghornV1beta2().Nodes(testNS).UpdateStatus(f.ctx, n, metav1.UpdateOptions{}); err != nil {
+		f.t.Fatal(err)
+	}
+	lister := fixtureController[*VolumeController](f).kubeNodes
+	waitFor(f.t, func() bool {
+		got, err := lister.Get(name)
+		return err == nil && got.Spec.Unschedulable == on
+	})
+	f.settle()
+}
+
+// block-for-eviction: cordoning n2 evicts its replica (EvictionAutomatic,
+// node status autoEvicting), a replica is rebuilt on n4, and the one on n2
+// goes only once three healthy replicas run elsewhere; n2's PDB stays until
+// then. Uncordoning before that cancels the eviction (EvictionCanceled).
+func TestDrainBlockForEvictionOnCordon(t *testing.T) {
+	f, modes := attachedHealthy(t, append(readyNode("n4"), setting(types.SettingNameNodeDrainPolicy, drainBlockForEviction))...)
+	f.cordon("n2", true)
+	f.syncVolume("vol")
+	old := f.replicaOn("vol", "n2")
+	if old == nil || !old.Spec.EvictionRequested {
+		t.Fatalf("replica on cordoned n2 not marked for eviction: %+v", old)
+	}
+	nc := fixtureController[*NodeController](f)
+	n2, err := f.ds.GetNodeRO(f.ctx, "n2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2 = n2.DeepCopy()
+	kn2, _ := nc.kubeNodes.Get("n2")
+	f.settle()
+	if err := nc.reconcileAutoEvicting(f.ctx, n2, kn2); err != nil || !n2.Status.AutoEvicting {
+		t.Fatalf("node n2 autoEvicting %v (%v), want true", n2.Status.AutoEvicting, err)
+	}
+	replicas, _ := f.ds.ListReplicasRO(f.ctx, nil)
+	if !imNeedsPDB(drainBlockForEviction, "n2", replicas) {
+		t.Fatal("no PDB on n2 while its replica is evicted")
+	}
+	f.syncVolume("vol")
+	fresh := f.replicaOn("vol", "n4")
+	if fresh == nil {
+		t.Fatalf("no replacement on n4: %d replicas", len(f.replicas("vol")))
+	}
+	f.runReplicas("vol")
+	modes[fresh.Name] = longhorn.ReplicaModeRW
+	f.runEngine("vol-e-0", modes)
+	f.syncVolume("vol")
+	f.syncVolume("vol")
+	if r := f.replicaOn("vol", "n2"); r != nil && r.DeletionTimestamp == nil {
+		t.Fatalf("evicted replica on n2 kept with three healthy replicas elsewhere: %+v", r)
+	}
+	if !strings.Contains(strings.Join(f.events(), "\n"), "EvictionAutomatic") {
+		t.Error("no EvictionAutomatic event")
+	}
+	// n3 cordoned then uncordoned before a replacement is healthy: canceled.
+	f.cordon("n3", true)
+	f.syncVolume("vol")
+	if r := f.replicaOn("vol", "n3"); r == nil || !r.Spec.EvictionRequested {
+		t.Fatalf("replica on cordoned n3 not marked: %+v", r)
+	}
+	f.cordon("n3", false)
+	f.syncVolume("vol")
+	if r := f.replicaOn("vol", "n3"); r == nil || r.Spec.EvictionRequested {
+		t.Fatalf("replica on uncordoned n3: %+v, want kept, not evicting", r)
+	}
+	if !strings.Contains(strings.Join(f.events(), "\n"), "EvictionCanceled") {
+		t.Error("no EvictionCanceled event")
 	}
 }

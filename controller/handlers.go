@@ -5,6 +5,7 @@ import (
 	"net"
 	"strconv"
 
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/client-go/tools/cache"
@@ -38,6 +39,21 @@ func onChange(fn func(obj any)) cache.ResourceEventHandlerFuncs {
 
 // addHandler registers handlers on an informer; the error only happens once
 // the informer has stopped, which is a wiring bug.
+// onCordon calls fn with a Kubernetes node that is added, deleted, or
+// cordoned or uncordoned (spec.unschedulable changes); other node updates
+// (heartbeats) are ignored.
+func onCordon(fn func(obj any)) cache.ResourceEventHandlerFuncs {
+	h := onChange(fn)
+	h.UpdateFunc = func(oldObj, newObj any) {
+		o, ok1 := oldObj.(*corev1.Node)
+		n, ok2 := newObj.(*corev1.Node)
+		if ok1 && ok2 && o.Spec.Unschedulable != n.Spec.Unschedulable {
+			fn(newObj)
+		}
+	}
+	return h
+}
+
 func addHandler(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
 	_, err := inf.AddEventHandler(h)
 	return err

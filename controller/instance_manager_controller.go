@@ -58,10 +58,15 @@ func newInstanceManagerController(e *env) (runner, error) {
 		return nil, err
 	}
 	if err := addHandler(e.ds.SettingInformer(), onChange(func(obj any) {
-		if nameOf(obj) == string(types.SettingNameStorageNetwork) {
+		if n := nameOf(obj); n == string(types.SettingNameStorageNetwork) || n == string(types.SettingNameNodeDrainPolicy) {
 			c.enqueueAll()
 		}
 	})); err != nil {
+		return nil, err
+	}
+	// Replicas coming, going, failing or stopping change the PDBs
+	// (reconcilePDB) of every node: a replica elsewhere can make one the last.
+	if err := addHandler(e.ds.ReplicaInformer(), onChange(func(any) { c.enqueueAll() })); err != nil {
 		return nil, err
 	}
 	return c, nil

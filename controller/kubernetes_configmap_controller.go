@@ -15,6 +15,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // The chart's other two ConfigMaps (Longhorn's
@@ -32,7 +33,7 @@ const (
 	LastAppliedConfigMapAnnotation = "longhorn.io/last-applied-configmap"
 	// DefaultBackupTargetName is the BackupTarget longhorn-default-resource
 	// configures.
-	DefaultBackupTargetName = "default"
+	DefaultBackupTargetName = types.DefaultBackupTargetName
 	// DefaultBackupTargetPollInterval is the default target's poll interval
 	// when the ConfigMap does not set one (Longhorn's 300 s).
 	DefaultBackupTargetPollInterval = 300 * time.Second

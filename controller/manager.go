@@ -140,7 +140,7 @@ func newControllers(e *env) ([]runner, error) {
 		newVolumeController, newVolumeAttachmentController, newEngineController, newReplicaController,
 		newKubernetesConfigMapController, newEngineImageController,
 		newBackupTargetController, newBackupVolumeController, newBackupController, newSnapshotController,
-		newRecurringJobController,
+		newRecurringJobController, newOrphanController,
 	}
 	for _, b := range builders {
 		c, err := b(e)

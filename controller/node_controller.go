@@ -127,6 +127,12 @@ func (c *NodeController) syncNode(ctx context.Context, key string) (Result, erro
 			return Done, err
 		}
 		c.reconcileMountPropagation(ctx, next)
+		if err := c.reconcileAutoEvicting(ctx, next, kn); err != nil {
+			return Done, err
+		}
+		if err := c.reconcileOrphans(ctx, next); err != nil {
+			LoggerFrom(ctx).WithError(err).Warn("Orphaned replica data")
+		}
 		if err := c.ensureInstanceManager(ctx); err != nil {
 			return Done, err
 		}

@@ -63,6 +63,10 @@ func newVolumeController(e *env) (runner, error) {
 	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(all)); err != nil {
 		return nil, err
 	}
+	// A cordon evicts replicas under the block-for-eviction drain policies.
+	if err := addHandler(e.kubeFactory.Core().V1().Nodes().Informer(), onCordon(all)); err != nil {
+		return nil, err
+	}
 	if err := addHandler(e.ds.SettingInformer(), onChange(all)); err != nil {
 		return nil, err
 	}

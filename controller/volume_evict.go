@@ -29,14 +29,36 @@ func evictionRequestedFor(r *longhorn.Replica, nodes map[string]*longhorn.Node) 
 	return false
 }
 
+// Why a replica is evicted (evictionReason).
+const (
+	evictUser  = "user"  // spec.evictionRequested on its node or disk
+	evictDrain = "drain" // node-drain-policy on a cordoned node
+)
+
+// evictionReason says whether replica r is to be evicted and why: its node
+// or disk asks for it (evictUser), or its Kubernetes node is cordoned and
+// node-drain-policy evicts it (evictDrain, drainEvicts); "" when not.
+func (s *volumeSnapshot) evictionReason(r *longhorn.Replica) string {
+	if evictionRequestedFor(r, s.nodes) {
+		return evictUser
+	}
+	if drainEvicts(s.settings.drainPolicy, s.cordoned[r.Spec.NodeID], r, s.sortedReplicas()) {
+		return evictDrain
+	}
+	return ""
+}
+
 // reconcileEviction sets each replica's spec.evictionRequested from its node
-// and disk (as Longhorn's node controller does). The evicting replicas then
-// count as surplus: replenish adds a replica elsewhere (the scheduler avoids
-// evicting nodes and disks) and cleanup removes an evicting replica once
-// spec.numberOfReplicas healthy replicas live elsewhere, so the volume never
-// drops below its count, and the last healthy replica waits. A detached
-// volume is attached for it, frontend disabled, by a volume-eviction-
-// controller attachment ticket, removed once no replica is evicting.
+// and disk, and from node-drain-policy while its Kubernetes node is cordoned
+// (as Longhorn's node controller does). The evicting replicas then count as
+// surplus: replenish adds a replica elsewhere (the scheduler avoids evicting
+// and cordoned nodes and disks) and cleanup removes an evicting replica
+// once spec.numberOfReplicas healthy replicas live elsewhere, so the volume
+// never drops below its count, and the last healthy replica waits. A
+// detached volume is attached for it, frontend disabled, by a
+// volume-eviction-controller attachment ticket, removed once no replica is
+// evicting. Events: EvictionRequested, EvictionAutomatic (drain policy),
+// EvictionCanceled.
 func (c *VolumeController) reconcileEviction(ctx context.Context, s *volumeSnapshot) error {
 	evicting := false
 	defer func() {
@@ -45,20 +67,25 @@ func (c *VolumeController) reconcileEviction(ctx context.Context, s *volumeSnaps
 		}
 	}()
 	for _, r := range s.sortedReplicas() {
-		if !deleting(r) && !s.gone[r.Name] && evictionRequestedFor(r, s.nodes) {
-			evicting = true
-		}
 		if deleting(r) || s.fresh[r.Name] {
 			continue
 		}
-		want := evictionRequestedFor(r, s.nodes)
-		if r.Spec.EvictionRequested == want {
+		why := s.evictionReason(r)
+		evicting = evicting || why != ""
+		if r.Spec.EvictionRequested == (why != "") {
 			continue
 		}
-		r.Spec.EvictionRequested = want
-		if want {
+		r.Spec.EvictionRequested = why != ""
+		switch why {
+		case evictUser:
 			c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "EvictionRequested",
 				"Replica %s on node %s is to be evicted (evictionRequested on its node or disk)", r.Name, r.Spec.NodeID)
+		case evictDrain:
+			c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "EvictionAutomatic",
+				"Replica %s on cordoned node %s is to be evicted (node-drain-policy %s)", r.Name, r.Spec.NodeID, s.settings.drainPolicy)
+		default:
+			c.recorder.Eventf(s.vol, corev1.EventTypeNormal, "EvictionCanceled",
+				"Eviction of replica %s on node %s is canceled", r.Name, r.Spec.NodeID)
 		}
 	}
 	return nil

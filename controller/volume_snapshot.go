@@ -31,6 +31,7 @@ type volumeSnapshot struct {
 
 	nodes    map[string]*longhorn.Node            // RO
 	ims      map[string]*longhorn.InstanceManager // RO, by node
+	cordoned map[string]bool                      // Kubernetes nodes with spec.unschedulable
 	settings volumeSettings
 	now      time.Time
 
@@ -43,13 +44,15 @@ type volumeSettings struct {
 	autoSalvage            bool
 	snapshotWarnThreshold  int64
 	disableRevisionCounter bool
+	// drainPolicy is node-drain-policy (drainEvicts).
+	drainPolicy string
 }
 
 // observe loads the snapshot from the caches.
 func (c *VolumeController) observe(ctx context.Context, vRO *longhorn.Volume) (*volumeSnapshot, error) {
 	s := &volumeSnapshot{volRO: vRO, vol: vRO.DeepCopy(), repRO: map[string]*longhorn.Replica{},
 		reps: map[string]*longhorn.Replica{}, fresh: map[string]bool{}, gone: map[string]bool{},
-		nodes: map[string]*longhorn.Node{}, ims: map[string]*longhorn.InstanceManager{}, now: c.now()}
+		nodes: map[string]*longhorn.Node{}, ims: map[string]*longhorn.InstanceManager{}, cordoned: map[string]bool{}, now: c.now()}
 	engines, err := c.ds.ListEnginesByVolumeRO(ctx, vRO.Name)
 	if err != nil {
 		return nil, err
@@ -80,6 +83,9 @@ func (c *VolumeController) observe(ctx context.Context, vRO *longhorn.Volume) (*
 	for name := range s.nodes {
 		if im, err := c.instanceManagerFor(ctx, name, ""); err == nil && im != nil {
 			s.ims[name] = im
+		}
+		if kn, err := c.kubeNodes.Get(name); err == nil && kn.Spec.Unschedulable {
+			s.cordoned[name] = true
 		}
 	}
 	s.settings, err = c.loadVolumeSettings(ctx, vRO)
@@ -133,6 +139,9 @@ func (c *VolumeController) loadVolumeSettings(ctx context.Context, v *longhorn.V
 	out.sched.NodeSoftAntiAffinity = scheduler.ResolveSoftAntiAffinity(out.sched.NodeSoftAntiAffinity, string(v.Spec.ReplicaSoftAntiAffinity))
 	out.sched.ZoneSoftAntiAffinity = scheduler.ResolveSoftAntiAffinity(out.sched.ZoneSoftAntiAffinity, string(v.Spec.ReplicaZoneSoftAntiAffinity))
 	out.sched.DiskSoftAntiAffinity = scheduler.ResolveSoftAntiAffinity(out.sched.DiskSoftAntiAffinity, string(v.Spec.ReplicaDiskSoftAntiAffinity))
+	if out.drainPolicy, err = c.ds.GetSettingValue(ctx, types.SettingNameNodeDrainPolicy); err != nil {
+		return out, err
+	}
 	out.disableRevisionCounter, err = c.ds.GetSettingAsBoolByDataEngine(ctx, types.SettingNameDisableRevisionCounter, longhorn.DataEngineTypeV1)
 	return out, err
 }

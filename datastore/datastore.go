@@ -45,6 +45,7 @@ type DataStore struct {
 	backupTargets     *store[backupTargetT, *backupTargetT]
 	volumeAttachments *store[volumeAttachmentT, *volumeAttachmentT]
 	recurringJobs     *store[recurringJobT, *recurringJobT]
+	orphans           *store[orphanT, *orphanT]
 	snapshots         *store[snapshotT, *snapshotT]
 	backups           *store[backupT, *backupT]
 	backupVolumes     *store[backupVolumeT, *backupVolumeT]
@@ -106,7 +107,7 @@ func (ds *DataStore) informers() []cache.SharedIndexInformer {
 	return []cache.SharedIndexInformer{
 		ds.volumes.informer, ds.engines.informer, ds.replicas.informer, ds.nodes.informer,
 		ds.instanceManagers.informer, ds.settings.informer, ds.engineImages.informer,
-		ds.volumeAttachments.informer, ds.backupTargets.informer, ds.recurringJobs.informer, ds.snapshots.informer,
+		ds.volumeAttachments.informer, ds.backupTargets.informer, ds.recurringJobs.informer, ds.orphans.informer, ds.snapshots.informer,
 		ds.backups.informer, ds.backupVolumes.informer,
 	}
 }

@@ -17,6 +17,7 @@ type (
 	snapshotT         = longhorn.Snapshot
 	backupT           = longhorn.Backup
 	backupVolumeT     = longhorn.BackupVolume
+	orphanT           = longhorn.Orphan
 )
 
 // initStores creates one store per kind over the factory's informers.
@@ -37,4 +38,5 @@ func (ds *DataStore) initStores() {
 	ds.snapshots = newStore[snapshotT](ns, longhorn.Resource("snapshots"), lh.Snapshots().Informer(), c.Snapshots(ns))
 	ds.backups = newStore[backupT](ns, longhorn.Resource("backups"), lh.Backups().Informer(), c.Backups(ns))
 	ds.backupVolumes = newStore[backupVolumeT](ns, longhorn.Resource("backupvolumes"), lh.BackupVolumes().Informer(), c.BackupVolumes(ns))
+	ds.orphans = newStore[orphanT](ns, longhorn.Resource("orphans"), lh.Orphans().Informer(), c.Orphans(ns))
 }

@@ -92,7 +92,10 @@ const (
 	LonghornLabelShareManager         = LonghornLabelKeyPrefix + "/share-manager"
 	LonghornLabelBackupVolume         = "backup-volume"
 	LonghornLabelBackupTarget         = "backup-target"
-	LonghornLabelSnapshotForVolume    = LonghornLabelKeyPrefix + "/snapshot-for-volume"
+	// DefaultBackupTargetName is the BackupTarget created from
+	// longhorn-default-resource, the one target of releases before v1.8.0.
+	DefaultBackupTargetName        = "default"
+	LonghornLabelSnapshotForVolume = LonghornLabelKeyPrefix + "/snapshot-for-volume"
 	// LonghornLabelSkipReconcile "true" on a Longhorn object makes every
 	// controller leave it alone (for repairs by hand), as Rook's
 	// skip-reconcile label does.

@@ -204,10 +204,10 @@ func TestValidateSettingSupported(t *testing.T) {
 		value string
 		ok    bool
 	}{
-		{SettingNameNodeDrainPolicy, "block-if-contains-last-replica", true}, // default
-		{SettingNameNodeDrainPolicy, "always-allow", true},                   // inert
-		{SettingNameNodeDrainPolicy, "block-for-eviction", false},
-		{SettingNameNodeDrainPolicy, "", true},
+		{SettingNameNodeDownPodDeletionPolicy, "do-nothing", true}, // default
+		{SettingNameNodeDownPodDeletionPolicy, "delete-both-statefulset-and-deployment-pod", false},
+		{SettingNameNodeDownPodDeletionPolicy, "", true},
+		{SettingNameNodeDrainPolicy, "block-for-eviction", true}, // implemented
 		{SettingNameUpgradeChecker, "false", true},
 		{SettingNameUpgradeChecker, "true", true},
 		{SettingNameFailedBackupTTL, "60", false},
@@ -239,8 +239,8 @@ func TestValidateSettingSupported(t *testing.T) {
 			t.Errorf("%s=%q: error %q should be a SettingValueError naming the setting and saying not supported yet", c.name, c.value, err)
 		}
 	}
-	if got := AcceptedValues(SettingNameNodeDrainPolicy); strings.Join(got, ",") != "allow-if-replica-is-stopped,always-allow,block-if-contains-last-replica" {
-		t.Errorf("AcceptedValues(node-drain-policy) = %v", got)
+	if got := AcceptedValues(SettingNameUpgradeChecker); strings.Join(got, ",") != "false,true" {
+		t.Errorf("AcceptedValues(upgrade-checker) = %v", got)
 	}
 	if AcceptedValues(SettingNameDefaultReplicaCount) != nil {
 		t.Error("a supported setting has no accepted-value list")

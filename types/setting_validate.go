@@ -144,11 +144,16 @@ func validateNetworkRef(v string) string {
 	return ""
 }
 
-// validateOrphanKinds accepts a ;-separated list of replica-data and instance.
+// validateOrphanKinds accepts a ;-separated list of replica-data and
+// instance; instance is refused as not supported yet (no instance Orphans
+// are made).
 func validateOrphanKinds(v string) string {
 	for _, kind := range strings.Split(v, ";") {
 		kind = strings.TrimSpace(kind)
-		if kind != "" && kind != OrphanResourceTypeReplicaData && kind != OrphanResourceTypeInstance {
+		if kind == OrphanResourceTypeInstance {
+			return fmt.Sprintf("%q is not supported yet: only %s orphans are made", kind, OrphanResourceTypeReplicaData)
+		}
+		if kind != "" && kind != OrphanResourceTypeReplicaData {
 			return fmt.Sprintf("%q is not one of %s, %s", kind, OrphanResourceTypeReplicaData, OrphanResourceTypeInstance)
 		}
 	}

@@ -99,11 +99,11 @@ func TestNotSupportedSettingRefused(t *testing.T) {
 		name, old, to string
 		refused       bool
 	}{
-		{admissionv1.Update, "node-drain-policy", "block-if-contains-last-replica", "block-for-eviction", true},
-		{admissionv1.Create, "node-drain-policy", "", "block-for-eviction-if-contains-last-replica", true},
-		{admissionv1.Create, "node-drain-policy", "", "allow-if-replica-is-stopped", false},
-		{admissionv1.Update, "node-drain-policy", "block-if-contains-last-replica", "always-allow", false},
-		{admissionv1.Create, "node-drain-policy", "", "block-if-contains-last-replica", false},
+		{admissionv1.Update, "node-down-pod-deletion-policy", "do-nothing", "delete-statefulset-pod", true},
+		{admissionv1.Create, "node-down-pod-deletion-policy", "", "delete-both-statefulset-and-deployment-pod", true},
+		{admissionv1.Create, "node-down-pod-deletion-policy", "", "do-nothing", false},
+		{admissionv1.Update, "node-drain-policy", "block-if-contains-last-replica", "block-for-eviction", false},
+		{admissionv1.Create, "node-drain-policy", "", "block-for-eviction-if-contains-last-replica", false},
 		{admissionv1.Update, "upgrade-checker", "true", "false", false},
 		{admissionv1.Update, "v2-data-engine", "false", "true", true},
 		{admissionv1.Update, "snapshot-data-integrity-immediate-check-after-snapshot-creation", `{"v1":"false","v2":"false"}`, "true", true},

@@ -124,7 +124,6 @@ system-managed-csi-components-resource-limits: {accepted: [""], message: "\"\""}
 auto-delete-pod-when-volume-detached-unexpectedly: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
 blacklist-for-auto-delete-pod-when-volume-detached-unexpectedly: {accepted: [""], message: "\"\""}
 node-down-pod-deletion-policy: {accepted: ["","do-nothing"], message: "\"do-nothing\""}
-node-drain-policy: {accepted: ["","allow-if-replica-is-stopped","always-allow","block-if-contains-last-replica"], message: "\"allow-if-replica-is-stopped\" or \"always-allow\" or \"block-if-contains-last-replica\""}
 detach-manually-attached-volumes-when-cordoned: {accepted: ["","false"], message: "\"false\""}
 concurrent-backing-image-replenish-per-node-limit: {accepted: ["","5"], message: "\"5\""}
 concurrent-volume-backup-restore-per-node-limit: {accepted: ["","5"], message: "\"5\""}
@@ -134,15 +133,12 @@ concurrent-automatic-engine-upgrade-per-node-limit: {accepted: ["","0"], message
 backing-image-cleanup-wait-interval: {accepted: ["","60"], message: "\"60\""}
 backing-image-recovery-wait-interval: {accepted: ["","300"], message: "\"300\""}
 kubernetes-cluster-autoscaler-enabled: {accepted: ["","false"], message: "\"false\""}
-orphan-resource-auto-deletion: {accepted: [""], message: "\"\""}
-orphan-resource-auto-deletion-grace-period: {accepted: ["","300"], message: "\"300\""}
 endpoint-network-for-rwx-volume: {accepted: [""], message: "\"\""}
 failed-backup-ttl: {accepted: ["","0","1440"], message: "\"0\" or \"1440\""}
 recurring-successful-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
 recurring-failed-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
 support-bundle-failed-history-limit: {accepted: ["","1"], message: "\"1\""}
 support-bundle-node-collection-timeout: {accepted: ["","30"], message: "\"30\""}
-deleting-confirmation-flag: {accepted: ["","false"], message: "\"false\""}
 snapshot-data-integrity: {accepted: ["","disabled","fast-check"], message: "\"disabled\" or \"fast-check\""}
 snapshot-data-integrity-cronjob: {accepted: ["","0 0 */7 * *"], message: "\"0 0 */7 * *\""}
 snapshot-data-integrity-immediate-check-after-snapshot-creation: {accepted: ["","false"], message: "\"false\""}

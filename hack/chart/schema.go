@@ -37,13 +37,16 @@ func Schema() []byte {
 		"networkPolicies":           toggled("network policies"),
 		"openshift":                 toggled("OpenShift routes and the OAuth proxy"),
 		"metrics":                   anyObject("Longhorn's metrics.serviceMonitor: enabled renders a Prometheus Operator ServiceMonitor of the managers' /metrics (port manager, 9500)"),
-		"preUpgradeChecker":         anyObject("Longhorn's pre-upgrade checker Job; accepted, not rendered yet: run `longhorn pre-upgrade` (the same upgrade-path check) before helm upgrade"),
-		"enablePSP":                 jsType("boolean", "PodSecurityPolicy (removed in Kubernetes 1.25): only false is supported"),
-		"enableGoCoverDir":          jsType("boolean", "Longhorn's coverage build switch; accepted, no effect"),
-		"extraObjects":              map[string]any{"type": "array", "description": "extra manifests rendered with the release (strings are templated)"},
-		"namespaceOverride":         jsType("string", "install into this namespace instead of the release's"),
-		"annotations":               stringMap("annotations of the manager pods"),
-		"serviceAccount":            object(map[string]any{"annotations": stringMap("annotations of the service account")}),
+		"preUpgradeChecker": nullable(object(map[string]any{
+			"jobEnabled":          jsType("boolean", "render the pre-upgrade hook Job longhorn-pre-upgrade (`longhorn pre-upgrade`: refuses a downgrade or a skipped version); disable for GitOps tools without hooks"),
+			"upgradeVersionCheck": jsType("boolean", "the managers refuse to start on an upgrade path Longhorn refuses (--upgrade-version-check); false also disables the pre-upgrade Job"),
+		})),
+		"enablePSP":         jsType("boolean", "PodSecurityPolicy (removed in Kubernetes 1.25): only false is supported"),
+		"enableGoCoverDir":  jsType("boolean", "Longhorn's coverage build switch; accepted, no effect"),
+		"extraObjects":      map[string]any{"type": "array", "description": "extra manifests rendered with the release (strings are templated)"},
+		"namespaceOverride": jsType("string", "install into this namespace instead of the release's"),
+		"annotations":       stringMap("annotations of the manager pods"),
+		"serviceAccount":    object(map[string]any{"annotations": stringMap("annotations of the service account")}),
 	})
 	root["$schema"] = "http://json-schema.org/draft-07/schema#"
 	root["title"] = "Values of the longhorn chart"

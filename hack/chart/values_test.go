@@ -129,12 +129,12 @@ func TestServiceMonitor(t *testing.T) {
 // Features not supported yet fail with a message instead of being ignored.
 func TestUnsupportedValuesFail(t *testing.T) {
 	for path, values := range map[string]map[string]any{
-		"ingress.enabled":                      {"ingress": map[string]any{"enabled": true}},
-		"httproute.enabled":                    {"httproute": map[string]any{"enabled": true}},
-		"enablePSP":                            {"enablePSP": true},
-		"global.cattle.windowsCluster.enabled": {"global": map[string]any{"cattle": map[string]any{"windowsCluster": map[string]any{"enabled": true}}}},
-		"csi.podAntiAffinityPreset":            {"csi": map[string]any{"podAntiAffinityPreset": "hard"}},
-		"defaultSettings.nodeDrainPolicy":      {"defaultSettings": map[string]any{"nodeDrainPolicy": "block-for-eviction"}},
+		"ingress.enabled":                           {"ingress": map[string]any{"enabled": true}},
+		"httproute.enabled":                         {"httproute": map[string]any{"enabled": true}},
+		"enablePSP":                                 {"enablePSP": true},
+		"global.cattle.windowsCluster.enabled":      {"global": map[string]any{"cattle": map[string]any{"windowsCluster": map[string]any{"enabled": true}}}},
+		"csi.podAntiAffinityPreset":                 {"csi": map[string]any{"podAntiAffinityPreset": "hard"}},
+		"defaultSettings.nodeDownPodDeletionPolicy": {"defaultSettings": map[string]any{"nodeDownPodDeletionPolicy": "delete-statefulset-pod"}},
 	} {
 		if got := renderErr(values); !strings.Contains(got, path) {
 			t.Errorf("%s: error %q, want one naming it", path, got)
@@ -147,13 +147,13 @@ func TestUnsupportedValuesFail(t *testing.T) {
 // of a feature switch), per data engine too; the message says so.
 func TestNotSupportedSettingsRefusedAtInstall(t *testing.T) {
 	got := renderedSettings(t, map[string]any{"defaultSettings": map[string]any{
-		"nodeDrainPolicy":       "always-allow",
-		"upgradeChecker":        false,
-		"snapshotDataIntegrity": map[string]any{"v1": "disabled", "v2": "fast-check"},
+		"nodeDownPodDeletionPolicy": "do-nothing",
+		"upgradeChecker":            false,
+		"snapshotDataIntegrity":     map[string]any{"v1": "disabled", "v2": "fast-check"},
 		"snapshotDataIntegrityImmediateCheckAfterSnapshotCreation": `{"v1":"false","v2":"false"}`,
 		"csiAllowedTopologyKeys":                                   "",
 	}})
-	for name, want := range map[string]string{"node-drain-policy": "always-allow", "upgrade-checker": "false",
+	for name, want := range map[string]string{"node-down-pod-deletion-policy": "do-nothing", "upgrade-checker": "false",
 		"snapshot-data-integrity": `{"v1":"disabled","v2":"fast-check"}`, "snapshot-data-integrity-immediate-check-after-snapshot-creation": `{"v1":"false","v2":"false"}`} {
 		if got[name] != want {
 			t.Errorf("%s = %q, want %q", name, got[name], want)
@@ -163,8 +163,8 @@ func TestNotSupportedSettingsRefusedAtInstall(t *testing.T) {
 		}
 	}
 	for key, v := range map[string]any{
-		"nodeDrainPolicy":       "block-for-eviction",
-		"snapshotDataIntegrity": map[string]any{"v1": "enabled"},
+		"nodeDownPodDeletionPolicy":                                "delete-statefulset-pod",
+		"snapshotDataIntegrity":                                    map[string]any{"v1": "enabled"},
 		"snapshotDataIntegrityImmediateCheckAfterSnapshotCreation": `{"v1":"true"}`,
 		"csiAllowedTopologyKeys":                                   "topology.kubernetes.io/zone",
 		"upgradeResponderURL":                                      "https://example.invalid/v1",
@@ -244,7 +244,7 @@ func TestNotesListIgnoredValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornDriver", "preUpgradeChecker"} {
+	for _, want := range []string{"image.longhorn.manager", "image.csi", "longhornDriver"} {
 		if !strings.Contains(notes, want) {
 			t.Errorf("notes do not name %s:\n%s", want, notes)
 		}

@@ -16,3 +16,14 @@ bench-dataplane: build ## data-plane fio benchmark vs fio-direct, nbdkit, engine
 	go run ./hack/bench/dataplane -longhorn $(BIN)/longhorn -duration $(BENCH_DURATION) -ramp $(BENCH_RAMP) \
 		-size $(BENCH_SIZE) -rounds $(BENCH_ROUNDS) $(if $(BENCH_TARGETS),-targets $(BENCH_TARGETS)) $(if $(BENCH_JOBS),-jobs $(BENCH_JOBS)) \
 		$(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(BENCH_FLAGS)
+
+# Scale benchmark (issue 22): cost per volume (1, 10, 50 volumes, A/B of the
+# start-up memory trim) and rebuild throughput (1 GiB and 4 GiB of data).
+# Quick run: make bench-scale SCALE_FLAGS='-volumes 1,10 -rebuild-data 268435456'
+SCALE_PARTS ?= 1,2
+SCALE_JSON  ?= $(BIN)/bench-scale.json
+SCALE_FLAGS ?=
+
+.PHONY: bench-scale
+bench-scale: build ## scale benchmark: memory/CPU per volume, rebuild throughput (SCALE_PARTS=1,2)
+	go run ./hack/bench/scale -longhorn $(BIN)/longhorn -parts $(SCALE_PARTS) -json $(SCALE_JSON) $(SCALE_FLAGS)

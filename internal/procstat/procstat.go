@@ -18,7 +18,15 @@ type Stat struct {
 	// StartTime is field 22, clock ticks after boot; 0 when the line is
 	// shorter than that.
 	StartTime uint64
+	// UTime and STime are fields 14 and 15, the CPU time spent in user and
+	// kernel mode, in clock ticks (ClockTicks per second); 0 when the line
+	// is shorter than that.
+	UTime, STime uint64
 }
+
+// ClockTicks is the unit of the stat times (sysconf(_SC_CLK_TCK), 100 on
+// every Linux architecture Go supports).
+const ClockTicks = 100
 
 // ErrFormat is returned for a line that is not a /proc/PID/stat line.
 var ErrFormat = errors.New("procstat: not a /proc/PID/stat line")
@@ -40,6 +48,14 @@ func Parse(line string) (Stat, error) {
 		return Stat{}, ErrFormat
 	}
 	st := Stat{State: f[0], PPID: ppid}
+	if len(f) > 12 {
+		u, err1 := strconv.ParseUint(f[11], 10, 64)
+		k, err2 := strconv.ParseUint(f[12], 10, 64)
+		if err1 != nil || err2 != nil {
+			return Stat{}, ErrFormat
+		}
+		st.UTime, st.STime = u, k
+	}
 	if len(f) > 19 {
 		if st.StartTime, err = strconv.ParseUint(f[19], 10, 64); err != nil {
 			return Stat{}, ErrFormat

@@ -3,8 +3,9 @@
 // lhimg, nodes on 10.99.40.0/24, services 10.99.41.0/24) with Longhorn's
 // whole default values.yaml, then upgrades it with a values file that sets
 // every defaultSettings key Longhorn documents, and checks that every
-// setting reaches its Setting object and that the pods the manager creates
-// carry the system-managed settings. It runs with LONGHORN_HELM_E2E=1
+// setting reaches its Setting object, that the pods the manager creates
+// carry the system-managed settings and that the upgrade ran the chart's
+// pre- and post-upgrade hook Jobs. It runs with LONGHORN_HELM_E2E=1
 // (`make test-helm`, part of `make test`), as root.
 package helm
 
@@ -16,6 +17,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,9 +26,11 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
 	"sigs.k8s.io/yaml"
 
 	"github.com/longhorn-go/longhorn/internal/testutil"
+	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
 	"github.com/longhorn-go/longhorn/testbed/cluster"
 	"github.com/longhorn-go/longhorn/testbed/multus"
 	"github.com/longhorn-go/longhorn/testbed/testenv"
@@ -64,10 +68,14 @@ func prerequisites() (cluster.Config, string, error) {
 	}
 	// Real nodes (kubelet + containerd), as a user installs: every pod of
 	// the chart, the CSI sidecars included, runs from the product image.
-	c := cluster.Config{Name: "lhimg", Nodes: 2,
-		Subnet: netip.MustParsePrefix("10.99.40.0/24"), ServiceCIDR: netip.MustParsePrefix("10.99.41.0/24"),
-		PodCIDR:   netip.MustParsePrefix("10.102.0.0/16"),
-		StateDir:  filepath.Join(home, ".cache", "longhorn-testbed", "cluster-lhimg"),
+	// LONGHORN_HELM_CLUSTER / _SUBNET / _SVC_CIDR / _POD_CIDR give another
+	// cluster name and subnets (one per person sharing a machine).
+	name := envOr("LONGHORN_HELM_CLUSTER", "lhimg")
+	prefix := func(env, def string) netip.Prefix { return netip.MustParsePrefix(envOr(env, def)) }
+	c := cluster.Config{Name: name, Nodes: 2,
+		Subnet: prefix("LONGHORN_HELM_SUBNET", "10.99.40.0/24"), ServiceCIDR: prefix("LONGHORN_HELM_SVC_CIDR", "10.99.41.0/24"),
+		PodCIDR:   prefix("LONGHORN_HELM_POD_CIDR", "10.102.0.0/16"),
+		StateDir:  filepath.Join(home, ".cache", "longhorn-testbed", "cluster-"+name),
 		AssetsDir: assets, AgentBinary: paths[2], Images: map[string]string{"longhornio/longhorn:*": paths[1]},
 		NodeMode:    cluster.NodeModeContainerd,
 		PauseBinary: os.Getenv("LHPAUSE_BINARY"), ImageArchives: []string{os.Getenv("LONGHORN_IMAGE_ARCHIVE")}}
@@ -75,6 +83,14 @@ func prerequisites() (cluster.Config, string, error) {
 		return c, "", errors.New("real nodes need LHPAUSE_BINARY and LONGHORN_IMAGE_ARCHIVE (make test-helm sets them)")
 	}
 	return c, paths[0], c.Validate()
+}
+
+// envOr is the environment variable name, or def when it is empty.
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 // lock takes the machine-wide lock of the local-cluster tests (CPU).
@@ -160,6 +176,10 @@ func TestHelmInstallsLonghornValues(t *testing.T) {
 		t.Fatalf("every defaultSettings key: %v", err)
 	}
 	t.Logf("all %d settings reached their Setting objects", len(want))
+	// The upgrade ran the chart's hooks: pre-upgrade (a development build:
+	// the path is not checked) recorded the installed version, post-upgrade
+	// migrated and cleared it.
+	checkUpgradeHooks(ctx, t, cs, &c)
 	checkManagerPods(ctx, t, cs, "json")
 	waitIMPods(ctx, t, cs, c.Nodes, func(p corev1.Pod) string {
 		var why []string
@@ -338,4 +358,42 @@ func dumpPods(ctx context.Context, t *testing.T, cs kubernetes.Interface) {
 			t.Logf("service %s: %s", s.Name, s.Spec.Type)
 		}
 	}
+}
+
+// checkUpgradeHooks checks that helm upgrade ran the hook Jobs
+// longhorn-pre-upgrade and longhorn-post-upgrade to completion (their Events
+// outlive the Jobs, which Helm deletes on success) and that post-upgrade
+// cleared pre-upgrade's record on Setting current-longhorn-version.
+func checkUpgradeHooks(ctx context.Context, t *testing.T, cs kubernetes.Interface, c *cluster.Config) {
+	t.Helper()
+	for _, job := range []string{"longhorn-pre-upgrade", "longhorn-post-upgrade"} {
+		ev, err := cs.CoreV1().Events(namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "involvedObject.kind=Job,involvedObject.name=" + job})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var reasons []string
+		for _, e := range ev.Items {
+			reasons = append(reasons, e.Reason)
+		}
+		if !slices.Contains(reasons, "Completed") {
+			t.Errorf("hook Job %s did not complete: events %v", job, reasons)
+		}
+	}
+	rc, err := clientcmd.BuildConfigFromFlags("", c.KubeconfigPath())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lh, err := versioned.NewForConfig(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := lh.LonghornV1beta2().Settings(namespace).Get(ctx, "current-longhorn-version", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := s.Annotations["longhorn.io/upgrade-from-version"]; ok {
+		t.Errorf("post-upgrade left the record of pre-upgrade: %q", v)
+	}
+	t.Logf("helm upgrade ran longhorn-pre-upgrade and longhorn-post-upgrade (installed %s)", s.Value)
 }

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+)
+
+// Part 1, cost per volume: N volumes of one replica each (an engine process
+// and a replica process per volume, as the instance manager starts them),
+// measured idle and while one of them takes a 4 KiB random write load at
+// depth 32. Variants run the same processes with different environments,
+// one after the other at each N, for the A/B of a change.
+
+// variant is one A/B arm: extra environment for every process.
+type variant struct {
+	Name string   `json:"name"`
+	Env  []string `json:"env"`
+}
+
+// variants: the shipped defaults, and the start-up trim switched off
+// (internal/memtrim), what the processes held before it.
+var variants = []variant{
+	{Name: "default"},
+	{Name: "no-trim", Env: []string{"LONGHORN_MEMTRIM=off"}},
+}
+
+// CostRun is the result of one variant at one N.
+type CostRun struct {
+	Volumes       int       `json:"volumes"`
+	Variant       string    `json:"variant"`
+	StartSecs     float64   `json:"start_s"` // until every NBD export answered
+	StopSecs      float64   `json:"stop_s"`
+	IdleReplica   Agg       `json:"idle_replica"`
+	IdleEngine    Agg       `json:"idle_engine"`
+	LoadReplica   Agg       `json:"load_replica"` // volume 0 under load
+	LoadEngine    Agg       `json:"load_engine"`
+	Load          FioResult `json:"load_fio"`
+	LoadAvgIdle   string    `json:"loadavg_idle"`
+	LoadAvgLoaded string    `json:"loadavg_load"`
+	Err           string    `json:"error,omitempty"`
+}
+
+// costOptions are part 1's knobs.
+type costOptions struct {
+	counts            []int
+	settle, idle, run time.Duration
+	size, loadRange   int64
+}
+
+// runCost runs part 1 for every N and variant.
+func runCost(ctx context.Context, e *env, o costOptions, w io.Writer) []CostRun {
+	var out []CostRun
+	for _, n := range o.counts {
+		for _, v := range variants {
+			fmt.Fprintf(w, "  part 1: %d volumes, %s ...", n, v.Name)
+			r := costOnce(ctx, e, o, n, v)
+			if r.Err != "" {
+				fmt.Fprintf(w, " error: %s\n", r.Err)
+			} else {
+				fmt.Fprintf(w, " replica %.1f MiB, engine %.1f MiB idle (load %s)\n", r.IdleReplica.MaxRSSMiB, r.IdleEngine.MaxRSSMiB, r.LoadAvgIdle)
+			}
+			out = append(out, r)
+			if ctx.Err() != nil {
+				return out
+			}
+		}
+	}
+	return out
+}
+
+// costOnce starts n volumes with variant v, measures, and stops them.
+func costOnce(ctx context.Context, e *env, o costOptions, n int, v variant) CostRun {
+	r := CostRun{Volumes: n, Variant: v.Name}
+	t0 := time.Now()
+	vs, err := e.startVolumes(ctx, fmt.Sprintf("c%d%s-v", n, v.Name[:1]), n, 1, o.size, v.Env)
+	if err == nil {
+		r.StartSecs = time.Since(t0).Seconds()
+		err = costMeasure(ctx, e, o, vs, &r)
+	}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	t1 := time.Now()
+	stopVolumes(vs)
+	r.StopSecs = time.Since(t1).Seconds()
+	return r
+}
+
+// costMeasure samples vs idle, then volume 0 under load.
+func costMeasure(ctx context.Context, e *env, o costOptions, vs []*volume, r *CostRun) error {
+	if err := sleep(ctx, o.settle); err != nil {
+		return err
+	}
+	var pids []int
+	for _, v := range vs {
+		pids = append(pids, v.replicas[0].pid(), v.engine.pid())
+	}
+	done := cpuWindow(pids)
+	if err := sleep(ctx, o.idle); err != nil {
+		return err
+	}
+	cpu := done()
+	r.LoadAvgIdle = loadAvg()
+	var reps, engs []Sample
+	for _, v := range vs {
+		rs, err1 := sampleProc(ctx, v.replicas[0].pid(), v.replicas[0].pprof)
+		es, err2 := sampleProc(ctx, v.engine.pid(), v.pprof)
+		if err1 != nil || err2 != nil {
+			return fmt.Errorf("sample %s: %v %v", v.name, err1, err2)
+		}
+		rs.CPUPct, es.CPUPct = cpu[v.replicas[0].pid()], cpu[v.engine.pid()]
+		reps, engs = append(reps, rs), append(engs, es)
+	}
+	r.IdleReplica, r.IdleEngine = aggregate(reps), aggregate(engs)
+	return costLoad(ctx, e, o, vs[0], r)
+}
+
+// costLoad runs the 4 KiB randwrite QD32 load on v and samples its two
+// processes near the end of it.
+func costLoad(ctx context.Context, e *env, o costOptions, v *volume, r *CostRun) error {
+	const ramp = 2 * time.Second
+	type res struct {
+		f   FioResult
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		args := append(append(randWrite4k(32, o.loadRange), timed(o.run, ramp)...), nbdArgs(v.uri)...)
+		f, err := runFio(ctx, e.dir, fmt.Sprintf("cost-%s", v.name), false, o.run+ramp+time.Minute, args...)
+		ch <- res{f, err}
+	}()
+	pids := []int{v.replicas[0].pid(), v.engine.pid()}
+	if err := sleep(ctx, ramp); err != nil {
+		return err
+	}
+	done := cpuWindow(pids)
+	if err := sleep(ctx, o.run-time.Second); err != nil {
+		return err
+	}
+	cpu := done()
+	rs, err1 := sampleProc(ctx, pids[0], v.replicas[0].pprof)
+	es, err2 := sampleProc(ctx, pids[1], v.pprof)
+	r.LoadAvgLoaded = loadAvg()
+	got := <-ch
+	if err1 != nil || err2 != nil {
+		return fmt.Errorf("sample under load: %v %v", err1, err2)
+	}
+	if got.err != nil {
+		return got.err
+	}
+	rs.CPUPct, es.CPUPct = cpu[pids[0]], cpu[pids[1]]
+	r.LoadReplica, r.LoadEngine, r.Load = aggregate([]Sample{rs}), aggregate([]Sample{es}), got.f
+	return nil
+}

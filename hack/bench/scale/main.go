@@ -1,0 +1,145 @@
+// Command scale is the `make bench-scale` harness (issue 22): what the
+// product's cost grows with.
+//
+//	part 1, cost per volume: RSS, PSS, unique memory, CPU, descriptors,
+//	  threads and goroutines of the engine and replica processes of 1, 10
+//	  and 50 volumes, idle and under a 4 KiB random write load, with the
+//	  A/B variants of cost.go in the same run;
+//	part 2, rebuild throughput (rebuild.go): full and delta rebuild of one
+//	  replica of a 3-replica volume under a QD1 client load, against the
+//	  disk's sequential write speed in the same run.
+//
+// Processes are started as the instance manager starts them (the same
+// binary and command lines), without a cluster. It prints tables with the
+// issue's targets and the machine load next to the numbers, and writes JSON.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+type options struct {
+	longhorn, dir, jsonOut, parts, counts string
+	cost                                  costOptions
+	rebuild                               rebuildOptions
+	keep                                  bool
+}
+
+func parseFlags() options {
+	var o options
+	flag.StringVar(&o.longhorn, "longhorn", "", "longhorn binary")
+	flag.StringVar(&o.dir, "dir", "", "directory on the disk to measure (default: a new temporary directory)")
+	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
+	flag.StringVar(&o.parts, "parts", "1,2", "parts to run (1 cost per volume, 2 rebuild)")
+	flag.StringVar(&o.counts, "volumes", "1,10,50", "part 1: volume counts")
+	flag.DurationVar(&o.cost.settle, "settle", 14*time.Second, "part 1: wait after start-up before the idle window")
+	flag.DurationVar(&o.cost.idle, "idle", 10*time.Second, "part 1: idle CPU window")
+	flag.DurationVar(&o.cost.run, "load", 10*time.Second, "part 1: load duration")
+	flag.Int64Var(&o.cost.size, "size", 1<<30, "part 1: volume size in bytes")
+	flag.Int64Var(&o.cost.loadRange, "load-range", 64<<20, "part 1: bytes at the start of volume 0 the load writes to")
+	flag.StringVar(&o.rebuild.data, "rebuild-data", "1073741824,4294967296", "part 2: written bytes per run")
+	flag.DurationVar(&o.rebuild.quiet, "quiet", 15*time.Second, "part 2: QD1 latency window without a rebuild")
+	flag.BoolVar(&o.keep, "keep", false, "keep the directory (logs, fio outputs)")
+	flag.Parse()
+	return o
+}
+
+func main() {
+	o := parseFlags()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o); err != nil {
+		fmt.Fprintln(os.Stderr, "bench-scale:", err)
+		os.Exit(2)
+	}
+}
+
+// Report is the JSON output.
+type Report struct {
+	Time    time.Time    `json:"time"`
+	Uptime  string       `json:"loadavg_start"`
+	Cost    []CostRun    `json:"cost,omitempty"`
+	Rebuild []RebuildRun `json:"rebuild,omitempty"`
+}
+
+func run(ctx context.Context, o options) error {
+	if o.longhorn == "" {
+		return fmt.Errorf("-longhorn: no binary")
+	}
+	for _, t := range []string{"fio", "nbdinfo"} {
+		if _, err := exec.LookPath(t); err != nil {
+			return fmt.Errorf("%s not in PATH", t)
+		}
+	}
+	counts, err := intList(o.counts)
+	if err != nil {
+		return fmt.Errorf("-volumes: %w", err)
+	}
+	o.cost.counts = counts
+	dir := o.dir
+	if dir == "" {
+		if dir, err = os.MkdirTemp("", "bench-scale-"); err != nil {
+			return err
+		}
+	} else if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	if !o.keep {
+		defer os.RemoveAll(dir)
+	}
+	defer waitRemoved()
+	e := &env{dir: dir, longhorn: o.longhorn, procs: &procs{dir: dir}, ports: &ports{}}
+	defer e.procs.stopAll()
+	rep := Report{Time: time.Now().UTC(), Uptime: loadAvg()}
+	start := time.Now()
+	fmt.Printf("bench-scale: parts %s, dir %s, load average %s\n", o.parts, dir, rep.Uptime)
+	for _, p := range strings.Split(o.parts, ",") {
+		switch strings.TrimSpace(p) {
+		case "1":
+			rep.Cost = runCost(ctx, e, o.cost, os.Stdout)
+		case "2":
+			rep.Rebuild = runRebuild(ctx, e, o.rebuild, os.Stdout)
+		case "3":
+			fmt.Println("  part 3 (control plane on a cluster): not supported yet")
+		default:
+			return fmt.Errorf("-parts: unknown part %q", p)
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	printCost(os.Stdout, rep.Cost)
+	printRebuild(os.Stdout, rep.Rebuild)
+	fmt.Printf("bench-scale: done in %v, load average %s\n", time.Since(start).Round(time.Second), loadAvg())
+	if o.jsonOut != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(o.jsonOut, b, 0o644)
+	}
+	return nil
+}
+
+// intList parses "1,10,50".
+func intList(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("%q: want positive integers separated by commas", s)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}

@@ -1,0 +1,247 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Part 2, rebuild throughput: a volume of 3 replicas (processes, no
+// cluster) holding D bytes of data in 64 KiB extents with 64 KiB holes
+// between them (a 2D volume). One replica is replaced by an empty one and
+// rebuilt (full), then dropped, 10 % of D rewritten, and brought back with
+// the checksum-skipping rebuild (delta), while a 4 KiB random write load at
+// depth 1 runs on the first eighth of the volume; its p99 is compared with
+// the same load without a rebuild. The physical limit is fio's sequential
+// write of D bytes, direct=1, to a file in the same directory.
+
+// rebuildOptions are part 2's knobs.
+type rebuildOptions struct {
+	data  string        // comma-separated data sizes, bytes
+	quiet time.Duration // length of the client load without a rebuild
+}
+
+// RebuildRun is one data size's rebuild measurement.
+type RebuildRun struct {
+	DataBytes   int64     `json:"data_bytes"`
+	Disk        FioResult `json:"disk_seqwrite"` // the physical limit
+	FullSecs    float64   `json:"full_s"`
+	FullMiBps   float64   `json:"full_mib_per_s"`
+	DeltaSecs   float64   `json:"delta_s"`
+	Quiet       FioResult `json:"client_quiet"` // QD1 randwrite, no rebuild
+	DuringFull  FioResult `json:"client_full"`  // during the full rebuild
+	DuringDelta FioResult `json:"client_delta"` // during the delta rebuild
+	LoadAvg     string    `json:"loadavg"`      // after the run
+	Err         string    `json:"error,omitempty"`
+}
+
+// runRebuild runs part 2 for every data size.
+func runRebuild(ctx context.Context, e *env, o rebuildOptions, w io.Writer) []RebuildRun {
+	var out []RebuildRun
+	for _, f := range strings.Split(o.data, ",") {
+		d, err := strconv.ParseInt(strings.TrimSpace(f), 10, 64)
+		if err != nil || d < 1<<20 || d%(128<<10) != 0 {
+			out = append(out, RebuildRun{Err: fmt.Sprintf("-rebuild-data %q: want multiples of 131072 bytes, at least 1 MiB", f)})
+			continue
+		}
+		fmt.Fprintf(w, "  part 2: %d MiB of data ...", d>>20)
+		r := rebuildOnce(ctx, e, o, d)
+		if r.Err != "" {
+			fmt.Fprintf(w, " error: %s\n", r.Err)
+		} else {
+			fmt.Fprintf(w, " full %.1fs (%.0f MiB/s, disk %.0f MiB/s), delta %.1fs (load %s)\n",
+				r.FullSecs, r.FullMiBps, r.Disk.MiBps, r.DeltaSecs, r.LoadAvg)
+		}
+		out = append(out, r)
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return out
+}
+
+// rebuildOnce measures one data size.
+func rebuildOnce(ctx context.Context, e *env, o rebuildOptions, d int64) RebuildRun {
+	r := RebuildRun{DataBytes: d}
+	var err error
+	if r.Disk, err = diskSeqWrite(ctx, e.dir, d); err != nil {
+		r.Err = err.Error()
+		return r
+	}
+	vs, err := e.startVolumes(ctx, fmt.Sprintf("rb%d-v", d>>20), 1, 3, 2*d, nil)
+	if err == nil {
+		err = rebuildMeasure(ctx, e, o, vs[0], &r)
+	}
+	if err != nil {
+		r.Err = err.Error()
+	}
+	r.LoadAvg = loadAvg()
+	stopVolumes(vs)
+	return r
+}
+
+// diskSeqWrite is the physical limit: D bytes written sequentially with
+// direct I/O to a new file in dir.
+func diskSeqWrite(ctx context.Context, dir string, d int64) (FioResult, error) {
+	f := filepath.Join(dir, "disk-seqwrite.img")
+	defer removeLater(f)
+	return runFio(ctx, dir, fmt.Sprintf("disk-%d", d>>20), false, 10*time.Minute, "--filename="+f, "--ioengine=libaio",
+		"--direct=1", "--rw=write", "--bs=1M", "--iodepth=16", "--size="+strconv.FormatInt(d, 10))
+}
+
+// rebuildMeasure fills v, measures the quiet client, then the two rebuilds.
+func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r *RebuildRun) error {
+	fill := append([]string{"--rw=write:64k", "--bs=64k", "--iodepth=16", "--size=" + strconv.FormatInt(2*r.DataBytes, 10)}, nbdArgs(v.uri)...)
+	if _, err := runFio(ctx, e.dir, "fill", false, 20*time.Minute, fill...); err != nil {
+		return err
+	}
+	client := clientArgs(v, r.DataBytes)
+	var err error
+	if r.Quiet, err = runFio(ctx, e.dir, "client-quiet", false, o.quiet+time.Minute, append(client, timed(o.quiet, time.Second)...)...); err != nil {
+		return err
+	}
+	// Full: the third replica is replaced by an empty one.
+	old := v.replicas[2]
+	if err := e.dropReplica(ctx, v, old); err != nil {
+		return err
+	}
+	removeLater(old.dir)
+	fresh, err := e.startReplica(ctx, old.name+"-full", old.dir+"-full", 2*r.DataBytes, nil)
+	if err != nil {
+		return err
+	}
+	if r.FullSecs, r.DuringFull, err = e.rebuildUnderLoad(ctx, v, fresh, false, client); err != nil {
+		return err
+	}
+	r.FullMiBps = float64(r.DataBytes) / (1 << 20) / r.FullSecs
+	// Delta: drop it, change 10 %, bring the same directory back.
+	if err := e.dropReplica(ctx, v, fresh); err != nil {
+		return err
+	}
+	change := append([]string{"--rw=randwrite", "--bs=64k", "--iodepth=16", "--size=" + strconv.FormatInt(2*r.DataBytes, 10),
+		"--io_size=" + strconv.FormatInt(r.DataBytes/10, 10), "--randrepeat=0"}, nbdArgs(v.uri)...)
+	if _, err := runFio(ctx, e.dir, "change", false, 10*time.Minute, change...); err != nil {
+		return err
+	}
+	back, err := e.startReplica(ctx, old.name+"-delta", fresh.dir, 2*r.DataBytes, nil)
+	if err != nil {
+		return err
+	}
+	r.DeltaSecs, r.DuringDelta, err = e.rebuildUnderLoad(ctx, v, back, true, client)
+	return err
+}
+
+// clientArgs is the client load: 4 KiB random writes at depth 1 on the
+// first eighth of the data.
+func clientArgs(v *volume, d int64) []string {
+	return append(randWrite4k(1, d/8), nbdArgs(v.uri)...)
+}
+
+// dropReplica removes rep from v's engine and stops its process.
+func (e *env) dropReplica(ctx context.Context, v *volume, rep *replica) error {
+	if err := e.ctl(ctx, v, "rm-replica", rep.addr); err != nil {
+		return err
+	}
+	rep.stop()
+	for i, x := range v.replicas {
+		if x == rep {
+			v.replicas = append(v.replicas[:i], v.replicas[i+1:]...)
+			break
+		}
+	}
+	return nil
+}
+
+// rebuildUnderLoad adds rep to v (fast selects the checksum-skipping
+// rebuild) while the client load runs, and returns the rebuild's time and
+// the client's result over it (fio is interrupted when the rebuild ends).
+func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fast bool, client []string) (float64, FioResult, error) {
+	if err := waitReplica(ctx, rep); err != nil {
+		return 0, FioResult{}, err
+	}
+	v.replicas = append(v.replicas, rep)
+	name := "client-" + rep.name
+	out := filepath.Join(e.dir, "fio-"+name+".json")
+	args := append([]string{"--name=" + name, "--numjobs=1", "--percentile_list=50:99", "--output-format=json", "--output=" + out},
+		append(client, timed(30*time.Minute, time.Second)...)...)
+	fio := exec.CommandContext(ctx, "fio", args...)
+	if err := fio.Start(); err != nil {
+		return 0, FioResult{}, err
+	}
+	stopFio := func() { _ = fio.Process.Signal(syscall.SIGINT); _ = fio.Wait() }
+	if err := sleep(ctx, 2*time.Second); err != nil { // past the ramp
+		stopFio()
+		return 0, FioResult{}, err
+	}
+	add := []string{"add-replica", "--wait"}
+	if fast {
+		add = append(add, "--fast-sync")
+	}
+	t0 := time.Now()
+	err := e.ctl(ctx, v, append(add, rep.addr)...)
+	secs := time.Since(t0).Seconds()
+	stopFio()
+	if err != nil {
+		return 0, FioResult{}, err
+	}
+	data, err := os.ReadFile(out)
+	if err != nil {
+		return secs, FioResult{}, err
+	}
+	res, err := parseFio(data, false)
+	return secs, res, err
+}
+
+// ctl runs `longhorn engine ctl --url <v's engine> args...`.
+func (e *env) ctl(ctx context.Context, v *volume, args ...string) error {
+	args = append([]string{"engine", "ctl", "--url", v.ctlAddr, "--timeout", "20m"}, args...)
+	if b, err := exec.CommandContext(ctx, e.longhorn, args...).CombinedOutput(); err != nil {
+		return fmt.Errorf("engine ctl %s: %w: %s", strings.Join(args[5:], " "), err, tail(b))
+	}
+	return nil
+}
+
+// Targets of issue 22 for part 2.
+const (
+	targetFullVsDisk  = 0.5 // full rebuild MiB/s vs the disk's sequential write
+	targetDeltaVsFull = 0.2 // delta rebuild time vs the full one (10 % changed)
+	targetP99         = 3.0 // client p99 during a rebuild vs without
+)
+
+// printRebuild prints part 2 and its targets.
+func printRebuild(w io.Writer, runs []RebuildRun) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPart 2: rebuild of 1 of 3 replicas (data in 64 KiB extents, 64 KiB holes; client 4 KiB randwrite QD1)")
+	fmt.Fprintf(w, "%8s %10s %14s %9s %8s %10s %10s %10s | %s\n", "data", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
+		"x full", "p99 quiet", "full/delta", "loadavg")
+	for _, r := range runs {
+		if r.Err != "" {
+			fmt.Fprintf(w, "%6dMi error: %s\n", r.DataBytes>>20, r.Err)
+			continue
+		}
+		xd, xf := r.FullMiBps/r.Disk.MiBps, r.DeltaSecs/r.FullSecs
+		pf, pd := r.DuringFull.P99us/r.Quiet.P99us, r.DuringDelta.P99us/r.Quiet.P99us
+		fmt.Fprintf(w, "%6dMi %10.0f %6.1f (%5.0f) %5.2f %-3s %7.1f %5.2f %-4s %8.0fus %4.1fx|%4.1fx %s | %s\n",
+			r.DataBytes>>20, r.Disk.MiBps, r.FullSecs, r.FullMiBps, xd, mark(xd >= targetFullVsDisk), r.DeltaSecs, xf,
+			mark(xf <= targetDeltaVsFull), r.Quiet.P99us, pf, pd, mark(pf <= targetP99 && pd <= targetP99), r.LoadAvg)
+	}
+	fmt.Fprintf(w, "Targets: full >= %.1fx disk seq write, delta <= %.1fx full time, client p99 <= %.0fx without a rebuild\n",
+		targetFullVsDisk, targetDeltaVsFull, targetP99)
+}
+
+// mark is "ok" or "MISS" for a target.
+func mark(ok bool) string {
+	if ok {
+		return "ok"
+	}
+	return "MISS"
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+	"io"
+)
+
+// Targets of issue 22 for part 1 (MiB of RSS, idle).
+const (
+	targetReplicaMiB = 15
+	targetEngineMiB  = 20
+)
+
+// printCost prints part 1: one line per N and variant, then the targets.
+func printCost(w io.Writer, runs []CostRun) {
+	if len(runs) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nPart 1: cost per volume (1 replica per volume; replica | engine; MiB; idle unless marked)")
+	fmt.Fprintf(w, "%4s %-8s %13s %13s %11s %11s %9s %9s %9s %11s %6s %5s | %-26s %9s | %s\n",
+		"vols", "variant", "RSS max", "RSS mean", "PSS", "USS(uniq)", "fds", "threads", "gorout", "CPU %core", "start", "stop",
+		"under randwrite-4k-qd32", "IOPS", "loadavg idle / load")
+	for _, r := range runs {
+		if r.Err != "" {
+			fmt.Fprintf(w, "%4d %-8s error: %s\n", r.Volumes, r.Variant, r.Err)
+			continue
+		}
+		rp, en := r.IdleReplica, r.IdleEngine
+		fmt.Fprintf(w, "%4d %-8s %6.1f|%6.1f %6.1f|%6.1f %5.1f|%5.1f %5.1f|%5.1f %4.0f|%4.0f %4.0f|%4.0f %4.0f|%4.0f %5.2f|%5.2f %5.1fs %4.1fs | RSS %5.1f|%5.1f CPU %3.0f|%3.0f%% %9.0f | %s / %s\n",
+			r.Volumes, r.Variant, rp.MaxRSSMiB, en.MaxRSSMiB, rp.RSSMiB, en.RSSMiB, rp.PSSMiB, en.PSSMiB, rp.USSMiB, en.USSMiB,
+			rp.FDs, en.FDs, rp.Threads, en.Threads, rp.Goroutines, en.Goroutines, rp.CPUPct, en.CPUPct, r.StartSecs, r.StopSecs,
+			r.LoadReplica.RSSMiB, r.LoadEngine.RSSMiB, r.LoadReplica.CPUPct, r.LoadEngine.CPUPct, r.Load.IOPS,
+			r.LoadAvgIdle, r.LoadAvgLoaded)
+	}
+	fmt.Fprintln(w, "Targets (default variant, every N): idle replica <= 15 MiB RSS, idle engine <= 20 MiB RSS")
+	for _, r := range runs {
+		if r.Variant != variants[0].Name || r.Err != "" {
+			continue
+		}
+		fmt.Fprintf(w, "  %2d volumes: replica max %5.1f MiB %s, engine max %5.1f MiB %s; per volume %.1f MiB RSS, %.1f MiB PSS, %.1f MiB unique\n",
+			r.Volumes, r.IdleReplica.MaxRSSMiB, verdict(r.IdleReplica.MaxRSSMiB <= targetReplicaMiB),
+			r.IdleEngine.MaxRSSMiB, verdict(r.IdleEngine.MaxRSSMiB <= targetEngineMiB),
+			r.IdleReplica.RSSMiB+r.IdleEngine.RSSMiB, r.IdleReplica.PSSMiB+r.IdleEngine.PSSMiB,
+			r.IdleReplica.USSMiB+r.IdleEngine.USSMiB)
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "met"
+	}
+	return "MISSED"
+}
