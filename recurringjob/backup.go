@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
 
 	"github.com/sirupsen/logrus"
@@ -24,7 +25,7 @@ func (r *Runner) backup(ctx context.Context, job *longhorn.RecurringJob, volume 
 	name := "backup-" + newName(job.Name)
 	_, err = r.LH.LonghornV1beta2().Backups(r.Namespace).Create(ctx, &longhorn.Backup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: r.Namespace, Labels: map[string]string{labelBackupVolume: volume}},
-		Spec:       longhorn.BackupSpec{SnapshotName: snap, Labels: jobLabels(job)},
+		Spec:       longhorn.BackupSpec{SnapshotName: snap, Labels: jobLabels(job), BackupMode: backupMode(job)},
 	}, metav1.CreateOptions{})
 	if err != nil {
 		return fmt.Errorf("create backup %s: %w", name, err)
@@ -44,6 +45,22 @@ func (r *Runner) backup(ctx context.Context, job *longhorn.RecurringJob, volume 
 	}
 	log.WithFields(logrus.Fields{"backup": name, "snapshot": snap}).Info("Backup completed")
 	return errors.Join(r.deleteJobBackups(ctx, job, volume), r.cleanupJobSnapshots(ctx, job, volume, 0))
+}
+
+// backupMode is full when the job's full-backup-interval N is set and this
+// is a run whose executionCount (before it) is a multiple of N, as
+// Longhorn: with N = 5, runs 0, 5, 10, ... take full backups, the others
+// incremental ones. "" (the backup controller's default, incremental)
+// otherwise.
+func backupMode(job *longhorn.RecurringJob) longhorn.BackupMode {
+	n, err := strconv.Atoi(job.Spec.Parameters[longhorn.RecurringJobParameterFullBackupInterval])
+	if err != nil || n <= 0 {
+		return ""
+	}
+	if job.Status.ExecutionCount%n == 0 {
+		return longhorn.BackupModeFull
+	}
+	return longhorn.BackupModeIncremental
 }
 
 func backupCreated(b *longhorn.Backup) time.Time {

@@ -49,6 +49,9 @@ func (r *Runner) Run(ctx context.Context, name string) error {
 	if job.Spec.Task == longhorn.RecurringJobTypeFilesystemTrim || job.Spec.Task == longhorn.RecurringJobTypeSystemBackup {
 		return fmt.Errorf("recurring job %s: task %s is %w", name, job.Spec.Task, ErrNotSupported)
 	}
+	if job, err = r.countExecution(ctx, job); err != nil {
+		return fmt.Errorf("recurring job %s: count the execution: %w", name, err)
+	}
 	list, err := r.LH.LonghornV1beta2().Volumes(r.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return fmt.Errorf("list volumes: %w", err)
@@ -83,6 +86,24 @@ func (r *Runner) Run(ctx context.Context, name string) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// countExecution adds this run to the job's status.executionCount
+// (Longhorn's count of triggered runs, which full-backup-interval reads)
+// and returns the job as it was before, retrying on a conflicting update.
+func (r *Runner) countExecution(ctx context.Context, job *longhorn.RecurringJob) (*longhorn.RecurringJob, error) {
+	jobs := r.LH.LonghornV1beta2().RecurringJobs(r.Namespace)
+	for attempt := 0; ; attempt++ {
+		j := job.DeepCopy()
+		j.Status.ExecutionCount++
+		_, err := jobs.UpdateStatus(ctx, j, metav1.UpdateOptions{})
+		if err == nil || !apierrors.IsConflict(err) || attempt == 4 {
+			return job, err
+		}
+		if job, err = jobs.Get(ctx, job.Name, metav1.GetOptions{}); err != nil {
+			return nil, err
+		}
+	}
 }
 
 func (r *Runner) runVolume(ctx context.Context, job *longhorn.RecurringJob, v *longhorn.Volume) error {

@@ -67,6 +67,13 @@ var retainingTasks = map[longhorn.RecurringJobType]bool{
 	longhorn.RecurringJobTypeBackup: true, longhorn.RecurringJobTypeBackupForceCreate: true,
 }
 
+// unsupportedTasks are Longhorn's tasks this product cannot run yet: the
+// webhook refuses them rather than keep a job that would only fail.
+var unsupportedTasks = map[longhorn.RecurringJobType]string{
+	longhorn.RecurringJobTypeFilesystemTrim: "trimming the volume's filesystem",
+	longhorn.RecurringJobTypeSystemBackup:   "system backups",
+}
+
 func validateRecurringJob(j *longhorn.RecurringJob, maxRetain int) error {
 	s := &j.Spec
 	if err := ValidateName("metadata.name", j.Name); err != nil {
@@ -79,6 +86,9 @@ func validateRecurringJob(j *longhorn.RecurringJob, maxRetain int) error {
 		longhorn.RecurringJobTypeSnapshotCleanup, longhorn.RecurringJobTypeSnapshotDelete, longhorn.RecurringJobTypeBackup,
 		longhorn.RecurringJobTypeBackupForceCreate, longhorn.RecurringJobTypeFilesystemTrim, longhorn.RecurringJobTypeSystemBackup); err != nil {
 		return err
+	}
+	if what, ok := unsupportedTasks[s.Task]; ok {
+		return Invalid("spec.task", "%q (%s) is not supported yet", s.Task, what)
 	}
 	if err := ValidateCron(s.Cron); err != nil {
 		return Invalid("spec.cron", "%v", err)

@@ -204,6 +204,11 @@ func TestValidateRecurringJob(t *testing.T) {
 		{"bad label", func(j *longhorn.RecurringJob) { j.Spec.Labels = map[string]string{"k": "bad value"} }, "spec.labels[k]"},
 		{"parameter on wrong task", func(j *longhorn.RecurringJob) { j.Spec.Parameters = map[string]string{"full-backup-interval": "5"} }, "spec.parameters[full-backup-interval]"},
 		{"unknown parameter", func(j *longhorn.RecurringJob) { j.Spec.Parameters = map[string]string{"x": "5"} }, "spec.parameters[x]"},
+		{"filesystem-trim not supported yet", func(j *longhorn.RecurringJob) { j.Spec.Task, j.Spec.Retain = "filesystem-trim", 0 }, "spec.task"},
+		{"system-backup not supported yet", func(j *longhorn.RecurringJob) { j.Spec.Task, j.Spec.Retain = "system-backup", 0 }, "spec.task"},
+		{"full-backup-interval on a backup job", func(j *longhorn.RecurringJob) {
+			j.Spec.Task, j.Spec.Parameters = "backup", map[string]string{"full-backup-interval": "5"}
+		}, ""},
 		{"spec name differs", func(j *longhorn.RecurringJob) { j.Spec.Name = "other" }, "spec.name"},
 	}
 	for _, tc := range cases {
@@ -212,6 +217,13 @@ func TestValidateRecurringJob(t *testing.T) {
 			tc.mutate(j)
 			checkField(t, validateRecurringJob(j, 100), tc.field)
 		})
+	}
+	for _, task := range []longhorn.RecurringJobType{longhorn.RecurringJobTypeFilesystemTrim, longhorn.RecurringJobTypeSystemBackup} {
+		j := job()
+		j.Spec.Task, j.Spec.Retain = task, 0
+		if err := validateRecurringJob(j, 100); err == nil || !strings.Contains(err.Error(), "not supported yet") {
+			t.Errorf("task %s: %v, want a refusal saying not supported yet", task, err)
+		}
 	}
 	k := RecurringJobKind(fixedRetention(100))
 	checkField(t, k.Validate(context.Background(), Request[*longhorn.RecurringJob]{Operation: admissionv1.Create, Object: job()}), "")

@@ -64,18 +64,33 @@ func compress(method string, data []byte, dst *bytes.Buffer) error {
 }
 
 // decompress decodes a block file with method into dst (which must be the
+// block size) and verifies it against checksum, with a one-use decoder.
+func decompress(method string, raw []byte, dst []byte, checksum string) (int, error) {
+	var d decoder
+	return d.decompress(method, raw, dst, checksum)
+}
+
+// decoder decodes block files, reusing its lz4 and gzip readers (and
+// their buffers) from one block to the next: a restore worker owns one.
+type decoder struct {
+	lz4 *lz4.Reader
+	gz  *gzip.Reader
+	src bytes.Reader
+}
+
+// decompress decodes a block file with method into dst (which must be the
 // block size) and verifies it against checksum. A block that fails to
 // decode as lz4 is retried as gzip and the other way round, as Longhorn does
 // (blocks written before a compression change). It returns the number of
 // bytes decoded; a block shorter than dst leaves the rest unchanged.
-func decompress(method string, raw []byte, dst []byte, checksum string) (int, error) {
-	n, err := decodeInto(method, raw, dst)
+func (d *decoder) decompress(method string, raw []byte, dst []byte, checksum string) (int, error) {
+	n, err := d.decodeInto(method, raw, dst)
 	if err != nil && method != CompressionNone {
 		alt := CompressionGzip
 		if method == CompressionGzip {
 			alt = CompressionLZ4
 		}
-		if n2, err2 := decodeInto(alt, raw, dst); err2 == nil {
+		if n2, err2 := d.decodeInto(alt, raw, dst); err2 == nil {
 			n, err = n2, nil
 		}
 	}
@@ -88,8 +103,9 @@ func decompress(method string, raw []byte, dst []byte, checksum string) (int, er
 	return n, nil
 }
 
-func decodeInto(method string, raw, dst []byte) (int, error) {
+func (d *decoder) decodeInto(method string, raw, dst []byte) (int, error) {
 	var r io.Reader
+	d.src.Reset(raw)
 	switch method {
 	case CompressionNone:
 		if len(raw) > len(dst) {
@@ -97,14 +113,23 @@ func decodeInto(method string, raw, dst []byte) (int, error) {
 		}
 		return copy(dst, raw), nil
 	case CompressionLZ4:
-		r = lz4.NewReader(bytes.NewReader(raw))
+		if d.lz4 == nil {
+			d.lz4 = lz4.NewReader(&d.src)
+		} else {
+			d.lz4.Reset(&d.src)
+		}
+		r = d.lz4
 	case CompressionGzip:
-		zr, err := gzip.NewReader(bytes.NewReader(raw))
+		var err error
+		if d.gz == nil {
+			d.gz, err = gzip.NewReader(&d.src)
+		} else {
+			err = d.gz.Reset(&d.src)
+		}
 		if err != nil {
 			return 0, err
 		}
-		defer zr.Close()
-		r = zr
+		r = d.gz
 	default:
 		return 0, ValidateCompression(method)
 	}

@@ -6,6 +6,11 @@ import (
 	"fmt"
 	"io"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/errgroup"
+
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 )
 
 // BlockWriter receives restored data.
@@ -164,55 +169,62 @@ func (j *RestoreJob) prepare(ctx context.Context) error {
 }
 
 // Run downloads, decompresses and verifies every planned block and writes
-// it to w, then releases the lock. A missing or corrupted block fails the
-// restore with an error naming it (ErrNotFound or ErrCorrupt); nothing
-// unverified is written. progress (may be nil) gets 0-100.
+// it to w, then releases the lock. ConcurrentLimit fetchers download block
+// files from the target (restore-concurrent-limit); as many writers decode
+// and verify them and put them into w, so downloading the next blocks
+// overlaps the CPU and disk work of the last ones (buffers and decoders
+// are reused). A missing or corrupted block fails the restore with an
+// error naming it (ErrNotFound or ErrCorrupt); nothing unverified is
+// written. progress (may be nil) gets 0-100.
 func (j *RestoreJob) Run(ctx context.Context, w BlockWriter, progress func(int)) error {
 	defer func() { _ = j.lock.Release() }()
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
+	parent := ctx
+	g, ctx := errgroup.WithContext(ctx)
+	n := j.req.ConcurrentLimit
 	work := make(chan RestoreOp)
-	errc := make(chan error, j.req.ConcurrentLimit)
-	var (
-		wg   sync.WaitGroup
-		mu   sync.Mutex
-		done int
-	)
+	full := make(chan fetched, n)
+	free := make(chan []byte, 2*n)
+	for range 2 * n {
+		free <- bufpool.Get(int(maxBlockFile(j.blockSize)) + 1)
+	}
+	defer func() {
+		for len(free) > 0 {
+			bufpool.Put(<-free)
+		}
+	}()
+	var done atomic.Int64
 	report := func() {
-		mu.Lock()
-		done++
-		pct := done * 100 / max(len(j.ops), 1)
-		mu.Unlock()
+		pct := int(done.Add(1) * 100 / int64(max(len(j.ops), 1)))
 		if progress != nil {
 			progress(min(pct, 99))
 		}
 	}
-	for i := 0; i < j.req.ConcurrentLimit; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := j.worker(ctx, w, work, report); err != nil {
-				errc <- err
-				cancel()
+	g.Go(func() error {
+		defer close(work)
+		for _, op := range j.ops {
+			select {
+			case work <- op:
+			case <-ctx.Done():
+				return nil
 			}
-		}()
-	}
-feed:
-	for _, op := range j.ops {
-		select {
-		case work <- op:
-		case <-ctx.Done():
-			break feed
 		}
+		return nil
+	})
+	var fetchers sync.WaitGroup
+	for range n {
+		fetchers.Add(1)
+		g.Go(func() error { defer fetchers.Done(); return j.fetch(ctx, work, free, full) })
 	}
-	close(work)
-	wg.Wait()
-	close(errc)
-	if err := <-errc; err != nil {
+	go func() { fetchers.Wait(); close(full) }()
+	for range n {
+		g.Go(func() error { return j.write(ctx, w, full, free, report) })
+	}
+	err := g.Wait()
+	if cerr := parent.Err(); cerr != nil {
+		return fmt.Errorf("%w: restore of backup %s: %v", ErrCanceled, j.req.BackupName, cerr)
+	}
+	if err != nil {
 		return err
-	}
-	if err := ctx.Err(); err != nil {
-		return fmt.Errorf("%w: restore of backup %s: %v", ErrCanceled, j.req.BackupName, err)
 	}
 	if progress != nil {
 		progress(100)
@@ -220,46 +232,99 @@ feed:
 	return nil
 }
 
-func (j *RestoreJob) worker(ctx context.Context, w BlockWriter, work <-chan RestoreOp, report func()) error {
-	buf := make([]byte, j.blockSize)
+// fetched is a downloaded block file (raw nil: a block to zero).
+type fetched struct {
+	op  RestoreOp
+	raw []byte
+}
+
+// fetch is a download worker: it takes a free buffer, reads the op's block
+// file into it and hands it to the writers.
+func (j *RestoreJob) fetch(ctx context.Context, work <-chan RestoreOp, free chan []byte, full chan<- fetched) error {
 	for op := range work {
+		var raw []byte
+		if op.Checksum != "" {
+			select {
+			case raw = <-free:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+			n, err := j.s.readBlockFile(ctx, j.req.VolumeName, op.Checksum, raw[:maxBlockFile(j.blockSize)+1])
+			if err != nil {
+				return fmt.Errorf("restore backup %s at offset %d: %w", j.req.BackupName, op.Offset, err)
+			}
+			raw = raw[:n]
+		}
+		select {
+		case full <- fetched{op: op, raw: raw}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// write is a writer: it decodes and verifies fetched block files into its
+// block buffer (page aligned: w may write it with O_DIRECT), gives the
+// download buffer back and writes the block into w (or zeroes it).
+func (j *RestoreJob) write(ctx context.Context, w BlockWriter, full <-chan fetched, free chan<- []byte, report func()) error {
+	var dec decoder
+	buf := bufpool.Get(int(j.blockSize))
+	defer bufpool.Put(buf)
+	for f := range full {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if op.Checksum == "" {
-			if err := w.ZeroRange(op.Offset, j.blockSize); err != nil {
-				return fmt.Errorf("zero block at offset %d: %w", op.Offset, err)
+		if f.raw == nil {
+			if err := w.ZeroRange(f.op.Offset, j.blockSize); err != nil {
+				return fmt.Errorf("zero block at offset %d: %w", f.op.Offset, err)
 			}
 			report()
 			continue
 		}
-		if err := j.s.readBlock(ctx, j.req.VolumeName, op.Checksum, j.method, buf); err != nil {
-			return fmt.Errorf("restore backup %s at offset %d: %w", j.req.BackupName, op.Offset, err)
+		err := decodeBlock(&dec, f.op.Checksum, j.method, f.raw, buf)
+		free <- f.raw
+		if err != nil {
+			return fmt.Errorf("restore backup %s at offset %d: %w", j.req.BackupName, f.op.Offset, err)
 		}
-		if _, err := w.WriteAt(buf, op.Offset); err != nil {
-			return fmt.Errorf("write block %s at offset %d: %w", op.Checksum, op.Offset, err)
+		if _, err := w.WriteAt(buf, f.op.Offset); err != nil {
+			return fmt.Errorf("write block %s at offset %d: %w", f.op.Checksum, f.op.Offset, err)
 		}
 		report()
 	}
 	return nil
 }
 
-// readBlock fetches one block into buf (len = block size) and verifies it.
-func (s *Store) readBlock(ctx context.Context, volume, checksum, method string, buf []byte) error {
+// maxBlockFile is the largest block file accepted for a block size: lz4
+// and gzip store incompressible data with a few bytes per 64 KiB or 4 MiB.
+func maxBlockFile(blockSize int64) int64 { return blockSize + blockSize/16 + 4096 }
+
+// readBlockFile reads one block file into raw and returns its length; a
+// file that fills raw is ErrCorrupt (larger than any block file).
+func (s *Store) readBlockFile(ctx context.Context, volume, checksum string, raw []byte) (int, error) {
 	p := BlockPath(volume, checksum)
 	rc, err := s.d.Read(ctx, p)
 	if err != nil {
 		if errors.Is(err, ErrNotFound) {
-			return fmt.Errorf("%w: block %s (%s)", ErrNotFound, checksum, p)
+			return 0, fmt.Errorf("%w: block %s (%s)", ErrNotFound, checksum, p)
 		}
-		return fmt.Errorf("read block %s: %w", checksum, err)
+		return 0, fmt.Errorf("read block %s: %w", checksum, err)
 	}
-	raw, err := io.ReadAll(io.LimitReader(rc, int64(len(buf))*2+4096))
+	n, err := io.ReadFull(rc, raw)
 	rc.Close()
-	if err != nil {
-		return fmt.Errorf("read block %s: %w", checksum, err)
+	switch {
+	case err == nil:
+		return 0, fmt.Errorf("%w: block %s: the block file is larger than %d bytes", ErrCorrupt, checksum, len(raw)-1)
+	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF):
+		return n, nil
 	}
-	n, err := decompress(method, raw, buf, checksum)
+	return 0, fmt.Errorf("read block %s: %w", checksum, err)
+}
+
+// decodeBlock decodes the block file raw into buf (len = block size) with
+// dec and verifies it: it must be the whole block, of checksum.
+func decodeBlock(dec *decoder, checksum, method string, raw, buf []byte) error {
+	n, err := dec.decompress(method, raw, buf, checksum)
 	if err != nil {
 		return err
 	}

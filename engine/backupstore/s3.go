@@ -1,7 +1,6 @@
 package backupstore
 
 import (
-	"bytes"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -192,16 +191,30 @@ func (d *s3Driver) Read(ctx context.Context, p string) (io.ReadCloser, error) {
 	if err != nil {
 		return nil, d.mapErr(p, err)
 	}
-	defer obj.Close()
-	// Read it whole here, so a missing object is an error of Read (minio-go
-	// sends the request on the first read; Stat before it costs a second
-	// round trip per block). Objects are blocks (<= 16 MiB) and .cfg files.
-	var buf bytes.Buffer
-	buf.Grow(DefaultBlockSize + 64<<10)
-	if _, err := buf.ReadFrom(obj); err != nil {
+	// minio-go sends the GET on the first read or Stat (one request, not a
+	// HEAD before it): Stat here makes a missing object an error of Read,
+	// and the body is then streamed to the caller.
+	if _, err := obj.Stat(); err != nil {
+		obj.Close()
 		return nil, d.mapErr(p, err)
 	}
-	return io.NopCloser(bytes.NewReader(buf.Bytes())), nil
+	return s3Object{obj, d, p}, nil
+}
+
+// s3Object is an object's body whose read errors are mapped as the
+// driver's.
+type s3Object struct {
+	*minio.Object
+	d *s3Driver
+	p string
+}
+
+func (o s3Object) Read(b []byte) (int, error) {
+	n, err := o.Object.Read(b)
+	if err != nil && err != io.EOF {
+		err = o.d.mapErr(o.p, err)
+	}
+	return n, err
 }
 
 func (d *s3Driver) Write(ctx context.Context, p string, r io.Reader, size int64) error {

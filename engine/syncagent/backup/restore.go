@@ -8,8 +8,10 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"syscall"
 
 	"github.com/longhorn-go/longhorn/engine/backupstore"
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
@@ -177,23 +179,55 @@ func (m *Manager) runRestore(ctx context.Context, job *backupstore.RestoreJob, d
 	return m.incrementalRestore(ctx, job, disk, last)
 }
 
-// fileWriter writes restored blocks into a sparse file.
+// fileWriter writes restored blocks into a sparse file: through an
+// O_DIRECT descriptor when the file system takes it and the block is
+// aligned (restores write whole blocks at block offsets from page-aligned
+// buffers), so that a restore neither fills the page cache with the
+// volume's bytes nor waits on its writeback; else buffered.
 type fileWriter struct {
 	f       *os.File
+	df      *os.File // O_DIRECT, or nil
 	mu      sync.Mutex
 	written []int64 // offsets of blocks written
 	zeroed  []int64 // offsets of blocks to zero
 	record  bool
 }
 
+// createRestoreFile creates (truncates) path with size bytes and opens its
+// writer.
+func createRestoreFile(path string, size int64, record bool) (*fileWriter, error) {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	if err := f.Truncate(size); err != nil {
+		f.Close()
+		return nil, err
+	}
+	w := &fileWriter{f: f, record: record}
+	if df, err := os.OpenFile(path, os.O_RDWR|syscall.O_DIRECT, 0); err == nil {
+		w.df = df
+	}
+	return w, nil
+}
+
 func (w *fileWriter) WriteAt(p []byte, off int64) (int, error) {
-	n, err := w.f.WriteAt(p, off)
+	n, err := w.writeAt(p, off)
 	if err == nil && w.record {
 		w.mu.Lock()
 		w.written = append(w.written, off)
 		w.mu.Unlock()
 	}
 	return n, err
+}
+
+func (w *fileWriter) writeAt(p []byte, off int64) (int, error) {
+	if w.df != nil && off%directIOAlign == 0 && len(p)%directIOAlign == 0 && bufpool.Aligned(p) {
+		if n, err := w.df.WriteAt(p, off); err == nil {
+			return n, nil
+		}
+	}
+	return w.f.WriteAt(p, off)
 }
 
 func (w *fileWriter) ZeroRange(off, n int64) error {
@@ -206,24 +240,36 @@ func (w *fileWriter) ZeroRange(off, n int64) error {
 	return sparse.PunchHole(w.f, off, n)
 }
 
+// close syncs the file when sync is set, then closes it.
+func (w *fileWriter) close(sync bool) error {
+	var err error
+	for _, f := range []*os.File{w.df, w.f} {
+		if f == nil {
+			continue
+		}
+		if sync && err == nil {
+			err = f.Sync()
+		}
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+	}
+	return err
+}
+
+// directIOAlign is the alignment O_DIRECT writes need.
+const directIOAlign = 4096
+
 func (m *Manager) fullRestore(ctx context.Context, job *backupstore.RestoreJob, disk, snap string) error {
 	tmp := disk + ".snap_tmp"
-	f, err := os.OpenFile(tmp, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	defer os.Remove(tmp) // a no-op after the rename
+	w, err := createRestoreFile(tmp, m.r.VolumeSize(), false)
 	if err != nil {
 		job.Abort()
 		return err
 	}
-	defer os.Remove(tmp) // a no-op after the rename
-	err = f.Truncate(m.r.VolumeSize())
-	if err == nil {
-		err = job.Run(ctx, &fileWriter{f: f}, m.progress)
-	} else {
-		job.Abort()
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
+	err = job.Run(ctx, w, m.progress)
+	if cerr := w.close(err == nil); err == nil {
 		err = cerr
 	}
 	if err != nil {
@@ -237,24 +283,18 @@ func (m *Manager) fullRestore(ctx context.Context, job *backupstore.RestoreJob, 
 
 func (m *Manager) incrementalRestore(ctx context.Context, job *backupstore.RestoreJob, disk, last string) error {
 	delta := filepath.Join(filepath.Dir(disk), "volume-delta-"+last+".img")
-	f, err := os.OpenFile(delta, os.O_CREATE|os.O_TRUNC|os.O_RDWR, 0o644)
+	defer os.Remove(delta)
+	w, err := createRestoreFile(delta, m.r.VolumeSize(), true)
 	if err != nil {
 		job.Abort()
 		return err
 	}
-	defer os.Remove(delta)
-	defer f.Close()
-	w := &fileWriter{f: f, record: true}
-	if err := f.Truncate(m.r.VolumeSize()); err != nil {
-		job.Abort()
-		return err
-	}
-	bs := job.Backup()
-	blockSize, _ := bs.BlockSize()
+	defer w.close(false)
+	blockSize, _ := job.Backup().BlockSize()
 	if err := job.Run(ctx, w, m.progress); err != nil {
 		return err
 	}
-	if err := fold(f, disk, w.written, w.zeroed, blockSize); err != nil {
+	if err := fold(w.f, disk, w.written, w.zeroed, blockSize); err != nil {
 		return fmt.Errorf("fold %s into %s: %w", filepath.Base(delta), filepath.Base(disk), err)
 	}
 	return m.r.ReloadStore()

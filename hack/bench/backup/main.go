@@ -15,7 +15,6 @@ import (
 	"crypto/rand"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"runtime/pprof"
@@ -41,6 +40,7 @@ type options struct {
 	concurrency int
 	compression string
 	rounds      int
+	restoreReps int
 }
 
 func main() {
@@ -51,6 +51,7 @@ func main() {
 	flag.IntVar(&o.concurrency, "concurrency", 2, "backup-concurrent-limit / restore-concurrent-limit")
 	flag.StringVar(&o.compression, "compression", backupstore.CompressionLZ4, "backup compression method")
 	flag.IntVar(&o.rounds, "rounds", 1, "rounds")
+	flag.IntVar(&o.restoreReps, "restore-reps", 3, "plain download and full restore pairs per round (medians reported)")
 	prof := flag.String("cpuprofile", "", "write a CPU profile of the whole run to this file")
 	flag.Parse()
 	if *prof != "" {
@@ -137,10 +138,6 @@ func round(o options, dir string) error {
 	if err != nil {
 		return err
 	}
-	plainDown, err := b.plainDownload()
-	if err != nil {
-		return err
-	}
 	full, url1, err := b.backup("snap-1")
 	if err != nil {
 		return err
@@ -160,22 +157,11 @@ func round(o options, dir string) error {
 	if err != nil {
 		return err
 	}
-	dst, err := newServer(filepath.Join(dir, "dst"), o.size)
+	rs, err := b.restores(filepath.Join(dir, "restore"), url1, url2)
 	if err != nil {
 		return err
 	}
-	defer dst.Close()
-	dm := backup.New(dst.BackupReplica(), backup.Options{})
-	defer dm.Close()
-	rfull, err := restore(dm, url1, s3.Credential, o.concurrency)
-	if err != nil {
-		return err
-	}
-	rincr, err := restore(dm, url2, s3.Credential, o.concurrency)
-	if err != nil {
-		return err
-	}
-	report(o.size, changed, plainUp, plainDown, full, incr, rfull, rincr)
+	report(o.size, changed, plainUp, full, incr, rs)
 	return nil
 }
 
@@ -219,24 +205,6 @@ func (b *bench) plainUpload() (time.Duration, error) {
 	return time.Since(start), err
 }
 
-func (b *bench) plainDownload() (time.Duration, error) {
-	c, err := b.s3.Client()
-	if err != nil {
-		return 0, err
-	}
-	start := time.Now()
-	obj, err := c.GetObject(context.Background(), b.s3.Bucket, "plain/volume.raw", minio.GetObjectOptions{})
-	if err != nil {
-		return 0, err
-	}
-	defer obj.Close()
-	n, err := io.Copy(io.Discard, obj)
-	if err == nil && n != b.o.size {
-		err = fmt.Errorf("plain download: %d bytes, want %d", n, b.o.size)
-	}
-	return time.Since(start), err
-}
-
 type result struct {
 	d        time.Duration
 	uploaded int64
@@ -270,36 +238,15 @@ func (b *bench) backup(snap string) (result, string, error) {
 	}
 }
 
-func restore(m *backup.Manager, url string, cred map[string]string, conc int) (time.Duration, error) {
-	start := time.Now()
-	if err := m.Restore(context.Background(), backup.RestoreRequest{BackupURL: url, SnapshotDiskName: "volume-snap-restored.img",
-		Credential: cred, ConcurrentLimit: conc}); err != nil {
-		return 0, err
-	}
-	for {
-		st := m.RestoreStatus()
-		if !st.IsRestoring {
-			if st.Error != "" {
-				return 0, fmt.Errorf("restore: %s", st.Error)
-			}
-			return time.Since(start), nil
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func rate(n int64, d time.Duration) float64 { return float64(n) / mib / d.Seconds() }
 
-func report(size, changed int64, up, down time.Duration, full, incr result, rfull, rincr time.Duration) {
-	pu, pd := rate(size, up), rate(size, down)
+func report(size, changed int64, up time.Duration, full, incr result, rs restoreResults) {
+	pu := rate(size, up)
 	fmt.Printf("| step | time | MiB/s | ratio |\n|---|---|---|---|\n")
 	fmt.Printf("| plain upload (minio-go PutObject, %d MiB) | %.2fs | %.0f | 1.00x |\n", size/mib, up.Seconds(), pu)
 	fmt.Printf("| full backup (%d MiB uploaded) | %.2fs | %.0f | **%.2fx** of plain upload |\n",
 		full.uploaded/mib, full.d.Seconds(), rate(size, full.d), rate(size, full.d)/pu)
 	fmt.Printf("| incremental backup, 10 %% changed (%d MiB uploaded) | %.2fs | %.0f of changed data | %.2fx of the full backup's time (changed share %.2f) |\n",
 		incr.uploaded/mib, incr.d.Seconds(), rate(changed, incr.d), incr.d.Seconds()/full.d.Seconds(), float64(changed)/float64(size))
-	fmt.Printf("| plain download (minio-go GetObject) | %.2fs | %.0f | 1.00x |\n", down.Seconds(), pd)
-	fmt.Printf("| full restore | %.2fs | %.0f | **%.2fx** of plain download |\n", rfull.Seconds(), rate(size, rfull), rate(size, rfull)/pd)
-	fmt.Printf("| incremental restore, 10 %% changed | %.2fs | %.0f of changed data | %.2fx of the full restore's time |\n",
-		rincr.Seconds(), rate(changed, rincr), rincr.Seconds()/rfull.Seconds())
+	rs.report(size, changed)
 }
