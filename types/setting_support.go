@@ -110,7 +110,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameRecurringJobMaxRetention:                                 reader("webhook/store.go:MaxRecurringJobRetention"),
 	SettingNameSupportBundleFailedHistoryLimit:                          notSupported(),
 	SettingNameSupportBundleNodeCollectionTimeout:                       notSupported(),
-	SettingNameDeletingConfirmationFlag:                                 notSupported(),
+	SettingNameDeletingConfirmationFlag:                                 reader("uninstall/uninstall.go:CheckConfirmed"),
 	SettingNameEngineReplicaTimeout:                                     reader("controller/engine_controller.go:engineSettings"),
 	SettingNameSnapshotDataIntegrity:                                    notSupported("disabled"),
 	SettingNameSnapshotDataIntegrityCronjob:                             notSupported(),

@@ -226,9 +226,11 @@ func (reg *Registry) Mutate(ctx context.Context, ar *admissionv1.AdmissionReques
 	return resp
 }
 
-// Handler returns the HTTP handler serving validation, mutation and health.
+// Handler returns the HTTP handler serving validation, mutation, conversion
+// and health.
 func (reg *Registry) Handler(ctx context.Context) http.Handler {
 	mux := http.NewServeMux()
+	mux.HandleFunc(ConversionPath, serveConversion)
 	mux.HandleFunc(ValidationPath, func(w http.ResponseWriter, r *http.Request) {
 		review(w, r, func(ar *admissionv1.AdmissionRequest) *admissionv1.AdmissionResponse { return reg.Validate(ctx, ar) })
 	})

@@ -62,7 +62,8 @@ string form (whole numbers without an exponent), maps (per data engine, e.g.
 A hook Job running one `longhorn` subcommand with the manager's service
 account, image, pull secrets, tolerations and node selector (Longhorn's
 longhorn-pre-upgrade / longhorn-post-upgrade / longhorn-uninstall Jobs).
-Called with (dict "root" $ "name" NAME "hook" HOOK "deletePolicy" POLICY "args" LIST).
+Called with (dict "root" $ "name" NAME "hook" HOOK "deletePolicy" POLICY "args" LIST
+["serviceAccount" SA]); the service account defaults to the manager's.
 */}}
 {{- define "longhorn.hookJob" -}}
 {{- $root := .root -}}
@@ -85,7 +86,7 @@ spec:
       name: {{ .name }}
       labels: {{- include "longhorn.labels" $root | nindent 8 }}
     spec:
-      serviceAccountName: longhorn-service-account
+      serviceAccountName: {{ .serviceAccount | default "longhorn-service-account" }}
       restartPolicy: Never
       {{- with $m.priorityClass }}
       priorityClassName: {{ . | quote }}

@@ -139,7 +139,6 @@ recurring-successful-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
 recurring-failed-jobs-history-limit: {accepted: ["","1"], message: "\"1\""}
 support-bundle-failed-history-limit: {accepted: ["","1"], message: "\"1\""}
 support-bundle-node-collection-timeout: {accepted: ["","30"], message: "\"30\""}
-deleting-confirmation-flag: {accepted: ["","false"], message: "\"false\""}
 snapshot-data-integrity: {accepted: ["","disabled","fast-check"], message: "\"disabled\" or \"fast-check\""}
 snapshot-data-integrity-cronjob: {accepted: ["","0 0 */7 * *"], message: "\"0 0 */7 * *\""}
 snapshot-data-integrity-immediate-check-after-snapshot-creation: {accepted: ["","false"], message: "\"false\""}

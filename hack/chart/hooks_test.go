@@ -65,8 +65,17 @@ func TestUpgradeHookJobs(t *testing.T) {
 		if slices.Contains(manager, "--upgrade-version-check") != c.startCheck {
 			t.Errorf("%s: manager command %v, want --upgrade-version-check=%v", c.name, manager, c.startCheck)
 		}
-		if len(hooks) != map[bool]int{true: 2, false: 1}[c.preJob] {
+		if len(hooks) != map[bool]int{true: 3, false: 2}[c.preJob] {
 			t.Errorf("%s: hooks %v", c.name, hooks)
 		}
+	}
+}
+
+// helm uninstall runs `longhorn uninstall` first (Longhorn's pre-delete
+// hook longhorn-uninstall).
+func TestUninstallHookJob(t *testing.T) {
+	hooks, _ := hookCommands(t, nil)
+	if got := hooks["pre-delete longhorn-uninstall"]; !slices.Equal(got, []string{"longhorn", "uninstall"}) {
+		t.Errorf("pre-delete hook longhorn-uninstall: %v (hooks %v)", got, hooks)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -50,6 +51,27 @@ func TestGeneratedFilesAreUpToDate(t *testing.T) {
 	}
 	if !bytes.Equal(want, readFile(t, manifestPath)) {
 		stale("deploy/longhorn.yaml")
+	}
+	uninstall, err := UninstallManifest(chartDir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(uninstall, readFile(t, filepath.Join(filepath.Dir(manifestPath), "uninstall.yaml"))) {
+		stale("deploy/uninstall.yaml")
+	}
+	parsed, err := ParseManifest(uninstall)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var kinds []string
+	for _, d := range parsed {
+		if d.Hook() != "" {
+			t.Errorf("deploy/uninstall.yaml: %s keeps its hook annotation", d.ID())
+		}
+		kinds = append(kinds, d.Kind())
+	}
+	if !slices.Contains(kinds, "Job") || len(kinds) != 6 {
+		t.Errorf("deploy/uninstall.yaml holds %v, want the Job, its ServiceAccount and four RBAC objects", kinds)
 	}
 }
 

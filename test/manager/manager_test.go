@@ -131,6 +131,7 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	t.Run("pre-upgrade", func(t *testing.T) { testPreUpgrade(t, c) })
 	t.Run("post-upgrade", func(t *testing.T) { testPostUpgrade(t, c) })
 	t.Run("upgrade path refused", func(t *testing.T) { testUpgradePathRefused(t, c) })
+	t.Run("conversion webhook", func(t *testing.T) { testConversionWebhook(t, c) })
 	t.Run("chart configmaps", func(t *testing.T) { testChartConfigMaps(t, c) })
 	t.Run("rest api", func(t *testing.T) { testRESTClient(t, c) })
 	t.Run("backup and restore", func(t *testing.T) { testBackupRestore(t, c) })
@@ -186,6 +187,8 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	t.Run("iscsi frontend", func(t *testing.T) { testISCSIFrontend(t, c) })
 	t.Run("takeover", func(t *testing.T) { testTakeover(t, c) })
 	t.Run("kubernetes node down", func(t *testing.T) { testKubernetesNodeDown(t, c) })
+	// Last: it removes everything.
+	t.Run("uninstall", func(t *testing.T) { testUninstall(t, c) })
 }
 
 func testRebuild(t *testing.T, c *cluster, vol, endpoint string) {

@@ -2,11 +2,19 @@ package manager_test
 
 import (
 	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"net"
+	"net/http"
 	"os/exec"
+	"reflect"
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apiextv1 "k8s.io/apiextensions-apiserver/pkg/apis/apiextensions/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -115,5 +123,57 @@ func testUpgradePathRefused(t *testing.T, c *cluster) {
 	out, err := run("post-upgrade", "--target-version", "v1.9.0", "--wait", "30s")
 	if err != nil || !strings.Contains(out, "steps [v1.9.x->v1.10.0]") || recorded() != "" {
 		t.Fatalf("post-upgrade from v1.8.2: %v (record %q)\n%s", err, recorded(), out)
+	}
+}
+
+// testConversionWebhook: a v1beta2 object round-trips through the API server
+// (a RecurringJob written with the typed client, read back as raw JSON by
+// kubectl with the same spec), and the conversion endpoint of a running
+// manager (port 9501, /v1/webhook/conversion, over its TLS) answers a
+// ConversionReview of it: the object back unchanged with the request's UID,
+// and a request for v1beta1 refused, as Longhorn serves only v1beta2.
+func testConversionWebhook(t *testing.T, c *cluster) {
+	jobs := c.lh.LonghornV1beta2().RecurringJobs(ns)
+	job := &longhorn.RecurringJob{ObjectMeta: metav1.ObjectMeta{Name: "roundtrip"}, Spec: longhorn.RecurringJobSpec{
+		Name: "roundtrip", Task: longhorn.RecurringJobTypeSnapshot, Cron: "0 0 * * *", Retain: 1, Concurrency: 1,
+		Groups: []string{}, Labels: map[string]string{"k": "v"}}}
+	created, err := jobs.Create(c.ctx, job, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = jobs.Delete(context.Background(), "roundtrip", metav1.DeleteOptions{}) })
+	raw, err := c.kubectl("", "-n", ns, "get", "recurringjobs.longhorn.io", "roundtrip", "-o", "json")
+	if err != nil {
+		t.Fatalf("kubectl get: %v\n%s", err, raw)
+	}
+	var read longhorn.RecurringJob
+	if err := json.Unmarshal([]byte(raw), &read); err != nil || read.APIVersion != "longhorn.io/v1beta2" || !reflect.DeepEqual(read.Spec, created.Spec) {
+		t.Fatalf("round trip (%v): wrote %+v, read %s %+v", err, created.Spec, read.APIVersion, read.Spec)
+	}
+	post := func(desired string) *apiextv1.ConversionResponse {
+		review := fmt.Sprintf(`{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview","request":{"uid":"rt-1","desiredAPIVersion":%q,"objects":[%s]}}`,
+			desired, raw)
+		client := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{InsecureSkipVerify: true}}}
+		resp, err := client.Post("https://"+net.JoinHostPort(c.nodes[0].ip, "9501")+"/v1/webhook/conversion", "application/json", strings.NewReader(review))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out apiextv1.ConversionReview
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.Response == nil {
+			t.Fatalf("conversion endpoint: status %d, %v", resp.StatusCode, err)
+		}
+		return out.Response
+	}
+	r := post("longhorn.io/v1beta2")
+	if r.UID != "rt-1" || r.Result.Status != metav1.StatusSuccess || len(r.ConvertedObjects) != 1 {
+		t.Fatalf("v1beta2 review: %+v", r)
+	}
+	var back longhorn.RecurringJob
+	if err := json.Unmarshal(r.ConvertedObjects[0].Raw, &back); err != nil || !reflect.DeepEqual(back.Spec, created.Spec) || back.UID != created.UID {
+		t.Fatalf("converted object differs (%v): %+v", err, back)
+	}
+	if r := post("longhorn.io/v1beta1"); r.Result.Status != metav1.StatusFailure || !strings.Contains(r.Result.Message, "serves only longhorn.io/v1beta2") {
+		t.Fatalf("v1beta1 review: %+v", r)
 	}
 }

@@ -95,7 +95,14 @@ func run(repo, image, tag string) error {
 	if err != nil {
 		return err
 	}
-	return writeIfChanged(filepath.Join(repo, "deploy", "longhorn.yaml"), manifest)
+	if err := writeIfChanged(filepath.Join(repo, "deploy", "longhorn.yaml"), manifest); err != nil {
+		return err
+	}
+	uninstall, err := chart.UninstallManifest(chartDir, overrides)
+	if err != nil {
+		return err
+	}
+	return writeIfChanged(filepath.Join(repo, "deploy", "uninstall.yaml"), uninstall)
 }
 
 // writeIfChanged writes data unless the file already holds it (keeps mtimes
