@@ -212,7 +212,6 @@ func refuseMissingFeatures(in VolumeInput) error {
 		field string
 		what  string
 	}{
-		{in.DataSource != "", "dataSource", "cloning a volume from a volume or snapshot (dataSource)"},
 		{in.BackingImage != "", "backingImage", "backing images"},
 		{in.Encrypted, "encrypted", "encrypted volumes"},
 		{in.AccessMode == longhorn.AccessModeReadWriteMany || in.Migratable, "accessMode", "ReadWriteMany and migratable volumes (share manager)"},

@@ -30,6 +30,7 @@ type EngineController struct {
 	rebuilds map[string]map[string]*rebuildRecord // engine -> replica -> record
 	cleanups map[string]bool                      // engines with system snapshots to clean up
 	restores map[string]restoreStart              // engine -> the restore it last started
+	clones   map[string]cloneStart                // engine -> the clone it last asked for
 	// paths is how each engine was last reached: true through the
 	// instance manager's proxy, false directly (an instance manager older
 	// than the proxy).
@@ -37,7 +38,7 @@ type EngineController struct {
 }
 
 func newEngineController(e *env) (runner, error) {
-	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}, cleanups: map[string]bool{}, restores: map[string]restoreStart{}, paths: map[string]bool{}}
+	c := &EngineController{env: e, rebuilds: map[string]map[string]*rebuildRecord{}, cleanups: map[string]bool{}, restores: map[string]restoreStart{}, clones: map[string]cloneStart{}, paths: map[string]bool{}}
 	c.w = NewWorker("longhorn-engine", c.syncEngine)
 	c.monitors = newEngineMonitors(e.api, c.w.Enqueue)
 	if err := addHandler(e.ds.EngineInformer(), onChange(c.w.EnqueueObject)); err != nil {
@@ -116,7 +117,7 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	res := Done
 	if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
 		c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e),
-			Restore: e.Spec.RequestedBackupRestore != ""})
+			Restore: e.Spec.RequestedBackupRestore != "", Clone: e.Spec.RequestedDataSource != ""})
 		obs := c.monitors.latest(e.Name)
 		applyObservation(e, obs)
 		if err := c.reconcileReplicas(ctx, e, obs); err != nil {
@@ -125,11 +126,12 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 		if err := c.reconcileExpansion(ctx, e, obs); err != nil {
 			return Done, err
 		}
-		if r, err := c.reconcileRestore(ctx, e, obs); err != nil || r != Done {
-			res = r
+		for _, step := range []func(context.Context, *longhorn.Engine, *engineObservation) (Result, error){c.reconcileRestore, c.reconcileClone} {
+			r, err := step(ctx, e, obs)
 			if err != nil {
 				return Done, err
 			}
+			res = sooner(res, r)
 		}
 	} else {
 		c.forget(e.Name)
@@ -158,6 +160,7 @@ func (c *EngineController) forget(name string) {
 	delete(c.rebuilds, name)
 	delete(c.cleanups, name)
 	delete(c.restores, name)
+	delete(c.clones, name)
 	delete(c.paths, name)
 	c.mu.Unlock()
 }
@@ -329,7 +332,7 @@ func applyObservation(e *longhorn.Engine, obs *engineObservation) {
 func clearObservation(e *longhorn.Engine) {
 	e.Status.ReplicaModeMap, e.Status.CurrentReplicaAddressMap = nil, nil
 	e.Status.Endpoint, e.Status.RebuildStatus, e.Status.IsExpanding = "", nil, false
-	e.Status.RestoreStatus = nil
+	e.Status.RestoreStatus, e.Status.CloneStatus = nil, nil
 }
 
 func emptyToNil[V any](m map[string]V) map[string]V {

@@ -23,8 +23,13 @@ type engineObservation struct {
 	// engine asked to restore a backup; RestoreErr why it could not be read.
 	Restore    map[string]*engineapi.RestoreStatus
 	RestoreErr string
-	Err        string
-	At         time.Time
+	// Clone is every replica's snapshot clone by address, polled only for
+	// an engine asked to clone (spec.requestedDataSource is set); CloneErr
+	// why it could not be read.
+	Clone    map[string]*engineapi.CloneStatus
+	CloneErr string
+	Err      string
+	At       time.Time
 }
 
 // sameAs compares two observations ignoring the time.
@@ -39,12 +44,14 @@ func (o *engineObservation) sameAs(p *engineObservation) bool {
 
 // engineTarget is what one engine monitor polls: the engine ref through the
 // instance manager at IM; Key is the engine's queue key. Restore also polls
-// the replicas' restore status (spec.requestedBackupRestore is set).
+// the replicas' restore status (spec.requestedBackupRestore is set), Clone
+// their clone status (spec.requestedDataSource is set).
 type engineTarget struct {
 	Key     string
 	IM      engineapi.IMAddress
 	Ref     engineapi.EngineRef
 	Restore bool
+	Clone   bool
 }
 
 // engineMonitors poll running engines: each loop records its latest
@@ -106,6 +113,11 @@ func observeEngine(ctx context.Context, api instanceAPI, t engineTarget) *engine
 			obs.RestoreErr = "the engine client cannot restore backups"
 		} else if obs.Restore, err = bc.BackupRestoreStatus(ctx); err != nil {
 			obs.RestoreErr = err.Error()
+		}
+	}
+	if t.Clone {
+		if obs.Clone, err = c.SnapshotCloneStatus(ctx); err != nil {
+			obs.CloneErr = err.Error()
 		}
 	}
 	return obs

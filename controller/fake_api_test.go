@@ -178,6 +178,42 @@ type fakeEngine struct {
 	removed  []string // SnapshotRemove names
 	purges   int
 	purgeErr error
+
+	cloneMu     sync.Mutex // the clone fields: the monitor polls them
+	clones      []engineapi.SnapshotCloneRequest
+	cloneStatus map[string]*engineapi.CloneStatus
+}
+
+// SnapshotClone records the call; every replica then reports the clone in
+// progress.
+func (e *fakeEngine) SnapshotClone(_ context.Context, req engineapi.SnapshotCloneRequest) error {
+	e.cloneMu.Lock()
+	defer e.cloneMu.Unlock()
+	e.clones = append(e.clones, req)
+	for _, r := range e.replicas {
+		if e.cloneStatus == nil {
+			e.cloneStatus = map[string]*engineapi.CloneStatus{}
+		}
+		e.cloneStatus[r.Address] = &engineapi.CloneStatus{IsCloning: true, State: "in_progress", SnapshotName: req.SnapshotName}
+	}
+	return nil
+}
+
+func (e *fakeEngine) SnapshotCloneStatus(context.Context) (map[string]*engineapi.CloneStatus, error) {
+	e.cloneMu.Lock()
+	defer e.cloneMu.Unlock()
+	out := map[string]*engineapi.CloneStatus{}
+	for a, s := range e.cloneStatus {
+		c := *s
+		out[a] = &c
+	}
+	return out, nil
+}
+
+func (e *fakeEngine) setCloneStatus(st map[string]*engineapi.CloneStatus) {
+	e.cloneMu.Lock()
+	defer e.cloneMu.Unlock()
+	e.cloneStatus = st
 }
 
 func (e *fakeEngine) ReplicaAdd(_ context.Context, req engineapi.ReplicaAddRequest) error {

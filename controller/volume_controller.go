@@ -157,6 +157,7 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"ensure engine", c.ensureEngine},
 		{"ensure attachment", c.ensureVolumeAttachment},
 		{"restore", c.reconcileRestore},
+		{"clone", c.reconcileClone},
 		{"replica health", c.reconcileReplicaHealth},
 		{"sizes", c.reconcileSizes},
 		{"robustness", c.reconcileRobustness},

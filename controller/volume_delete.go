@@ -17,7 +17,8 @@ import (
 //  2. once the engine is stopped (or its node is down), delete the engine;
 //  3. delete the replicas (their controller stops the process and removes
 //     the data directory before dropping its finalizer);
-//  4. delete the VolumeAttachment;
+//  4. drop the clone ticket on the source volume, if any, and delete the
+//     VolumeAttachment;
 //  5. when no engine or replica object is left, remove the finalizer.
 func (c *VolumeController) reconcileDelete(ctx context.Context, s *volumeSnapshot) (Result, error) {
 	v := s.vol
@@ -47,6 +48,11 @@ func (c *VolumeController) reconcileDelete(ctx context.Context, s *volumeSnapsho
 		}
 	}
 	// Step 4.
+	if src := v.Status.CloneStatus.SourceVolume; src != "" {
+		if err := c.syncSourceTicket(ctx, src, v.Name, "", false); err != nil {
+			return Done, err
+		}
+	}
 	if err := c.ds.DeleteVolumeAttachment(ctx, v.Name); err != nil && !apierrors.IsNotFound(err) {
 		return Done, fmt.Errorf("delete volume attachment: %w", err)
 	}

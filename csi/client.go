@@ -87,7 +87,16 @@ type Volume struct {
 	Conditions              map[string]Cond   `json:"conditions"`
 	KubernetesStatus        map[string]any    `json:"kubernetesStatus"`
 	RevisionCounterDisabled bool              `json:"revisionCounterDisabled"`
+	CloneStatus             CloneStatus       `json:"cloneStatus"`
 	Actions                 map[string]string `json:"actions"`
+}
+
+// CloneStatus is a volume's clone from its data source.
+type CloneStatus struct {
+	SourceVolume string `json:"sourceVolume"`
+	Snapshot     string `json:"snapshot"`
+	State        string `json:"state"`
+	AttemptCount int    `json:"attemptCount"`
 }
 
 // Controller is an engine of a volume ("controllers" in the API).

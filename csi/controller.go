@@ -38,6 +38,7 @@ func (s *controllerServer) ControllerGetCapabilities(context.Context, *csi.Contr
 		csi.ControllerServiceCapability_RPC_EXPAND_VOLUME,
 		csi.ControllerServiceCapability_RPC_GET_CAPACITY,
 		csi.ControllerServiceCapability_RPC_CREATE_DELETE_SNAPSHOT,
+		csi.ControllerServiceCapability_RPC_CLONE_VOLUME,
 		csi.ControllerServiceCapability_RPC_SINGLE_NODE_MULTI_WRITER,
 	} {
 		caps = append(caps, &csi.ControllerServiceCapability{Type: &csi.ControllerServiceCapability_Rpc{
@@ -93,12 +94,22 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	if err != nil {
 		return nil, err
 	}
-	if src := req.GetVolumeContentSource(); src != nil {
-		return nil, s.refuseContentSource(ctx, src)
-	}
 	size, err := roundSize(req.GetCapacityRange(), fsType)
 	if err != nil {
 		return nil, err
+	}
+	if src := req.GetVolumeContentSource(); src != nil {
+		ds, fromBackup, srcSize, err := s.contentSource(ctx, src)
+		if err != nil {
+			return nil, err
+		}
+		if size, err = cloneSize(req.GetCapacityRange(), size, srcSize); err != nil {
+			return nil, err
+		}
+		opts.create.DataSource = ds
+		if fromBackup != "" {
+			opts.create.FromBackup = fromBackup
+		}
 	}
 	name := volumeName(req.GetName())
 	opts.create.Name, opts.create.Size = name, strconv.FormatInt(size, 10)
@@ -110,6 +121,9 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 	case err == nil:
 		if got, _ := strconv.ParseInt(v.Size, 10, 64); got != size {
 			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists with size %d bytes, requested %d", v.Name, got, size)
+		}
+		if v.DataSource != opts.create.DataSource {
+			return nil, status.Errorf(codes.AlreadyExists, "volume %s exists with data source %q, requested %q", v.Name, v.DataSource, opts.create.DataSource)
 		}
 	case IsNotFound(err):
 		if _, err := s.d.client.CreateVolume(ctx, opts.create); err != nil {
@@ -129,7 +143,8 @@ func (s *controllerServer) CreateVolume(ctx context.Context, req *csi.CreateVolu
 		vc[k] = val
 	}
 	vc[paramFsType] = fsType
-	return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: name, CapacityBytes: size, VolumeContext: vc}}, nil
+	return &csi.CreateVolumeResponse{Volume: &csi.Volume{VolumeId: name, CapacityBytes: size, VolumeContext: vc,
+		ContentSource: req.GetVolumeContentSource()}}, nil
 }
 
 // checkCapabilities validates the requested capabilities the way Longhorn
@@ -195,8 +210,12 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	if _, _, err := checkCapabilities([]*csi.VolumeCapability{req.GetVolumeCapability()}, ""); err != nil {
 		return nil, err
 	}
-	if _, err := s.d.client.GetVolume(ctx, vol); err != nil {
+	v, err := s.d.client.GetVolume(ctx, vol)
+	if err != nil {
 		return nil, apiStatus(err, "volume "+vol)
+	}
+	if err := cloneDone(v); err != nil {
+		return nil, err
 	}
 	if _, err := s.d.client.GetNode(ctx, node); err != nil {
 		return nil, apiStatus(err, "node "+node)
@@ -206,7 +225,7 @@ func (s *controllerServer) ControllerPublishVolume(ctx context.Context, req *csi
 	if err := s.d.client.VolumeAction(ctx, vol, "attach", in, nil); err != nil {
 		return nil, apiStatus(err, "attach volume "+vol+" to "+node)
 	}
-	_, err := s.waitVolume(ctx, vol, "attached to "+node, func(v *Volume) bool { return endpointOn(v, node) != "" })
+	_, err = s.waitVolume(ctx, vol, "attached to "+node, func(v *Volume) bool { return endpointOn(v, node) != "" })
 	if err != nil {
 		return nil, err
 	}

@@ -38,6 +38,7 @@ func TestParseParameters(t *testing.T) {
 		"dataEngine":              "v2",
 		"fsType":                  "btrfs",
 		"recurringJobSelector":    `[{"name":"snap","isGroup":false}]`,
+		"cloneMode":               "linked-clone",
 		"noSuchParameter":         "1",
 	}
 	for k, v := range refused {
@@ -45,6 +46,9 @@ func TestParseParameters(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), k) {
 			t.Errorf("%s=%q: error %v, want a refusal naming the parameter", k, v, err)
 		}
+	}
+	if o, err := parseParameters(map[string]string{"dataSource": "vol://src", "cloneMode": "full-copy"}); err != nil || o.create.DataSource != "vol://src" {
+		t.Errorf("dataSource: %+v %v", o, err)
 	}
 	if _, err := parseParameters(map[string]string{"replicaSoftAntiAffinity": "ignored", "migratable": "false"}); err != nil {
 		t.Errorf("no-op values refused: %v", err)

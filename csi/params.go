@@ -116,9 +116,11 @@ var paramRules = map[string]paramRule{
 	"fromBackup":       func(o *volumeOptions, v string) error { o.create.FromBackup = strings.TrimSpace(v); return nil },
 	"backupTargetName": func(o *volumeOptions, v string) error { o.create.BackupTargetName = v; return nil },
 	"backupBlockSize":  notYet("backups (backupBlockSize)"),
-	"dataSource":       notYet("cloning a volume (dataSource)"),
-	"cloneMode":        notYet("cloning a volume (cloneMode)"),
-	"share":            refuseTrue("RWX volumes (share=true) need the share manager, which"),
+	// dataSource: the volume is cloned from vol://<volume> or
+	// snap://<volume>/<snapshot>; the webhook checks it.
+	"dataSource": func(o *volumeOptions, v string) error { o.create.DataSource = v; return nil },
+	"cloneMode":  notYet("linked clones (cloneMode=linked-clone, v2 data engine)", "full-copy"),
+	"share":      refuseTrue("RWX volumes (share=true) need the share manager, which"),
 	"exclusive": boolParam(func(o *volumeOptions, b bool) {
 		if b {
 			o.create.AccessMode = "rwop"

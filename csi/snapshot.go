@@ -17,9 +17,9 @@ import (
 // CSI snapshots as Longhorn's driver makes them. The VolumeSnapshotClass
 // parameter `type` picks the kind: `snap` is a Longhorn snapshot (a
 // Snapshot object through the volume's snapshotCR* actions), id
-// snap://<volume>/<snapshot>; `bak` (Longhorn's default, legacy `bs`) is a
-// backup, id bak://<volume>/<backup>; `bi` a backing image. Only `snap` is
-// served yet.
+// snap://<volume>/<snapshot>, from which a new volume is cloned (dataSource
+// snap://); `bak` (Longhorn's default, legacy `bs`) is a backup, id
+// bak://<volume>/<backup> (backup.go); `bi` a backing image, not served yet.
 const (
 	snapParamType   = "type"
 	snapTypeSnap    = "snap"
@@ -63,8 +63,15 @@ func snapshotType(params map[string]string) (string, error) {
 		}
 		return t, nil
 	case snapTypeBackup, snapTypeLegacy:
-		return "", status.Errorf(codes.InvalidArgument,
-			"parameters: type %q (a backup, Longhorn's default type) is not supported yet through CSI: set type: snap in the VolumeSnapshotClass", t)
+		if params["exportType"] != "" {
+			return "", status.Error(codes.InvalidArgument, "parameters: exportType applies to type bi, not bak")
+		}
+		switch params["backupMode"] {
+		case "", "full", "incremental":
+		default:
+			return "", status.Errorf(codes.InvalidArgument, "parameters: backupMode %q: want full or incremental", params["backupMode"])
+		}
+		return snapTypeBackup, nil
 	case snapTypeBacking:
 		return "", status.Error(codes.InvalidArgument, "parameters: type bi (backing image) is not supported yet")
 	}
@@ -98,7 +105,8 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 	if req.GetSourceVolumeId() == "" {
 		return nil, status.Error(codes.InvalidArgument, "source_volume_id is required")
 	}
-	if _, err := snapshotType(req.GetParameters()); err != nil {
+	typ, err := snapshotType(req.GetParameters())
+	if err != nil {
 		return nil, err
 	}
 	vol, name := req.GetSourceVolumeId(), snapshotName(req.GetName())
@@ -129,6 +137,9 @@ func (s *controllerServer) CreateSnapshot(ctx context.Context, req *csi.CreateSn
 	}
 	if sn, err = s.waitSnapshot(ctx, vol, name); err != nil {
 		return nil, err
+	}
+	if typ == snapTypeBackup {
+		return s.backupSnapshot(ctx, v, name, req.GetParameters()["backupMode"])
 	}
 	size := sn.RestoreSize
 	if size == 0 {
@@ -168,6 +179,12 @@ func (s *controllerServer) DeleteSnapshot(ctx context.Context, req *csi.DeleteSn
 	id := req.GetSnapshotId()
 	if id == "" {
 		return nil, status.Error(codes.InvalidArgument, "snapshot_id is required")
+	}
+	if _, _, ok := ParseBackupID(id); ok {
+		if err := s.deleteBackupSnapshot(ctx, id); err != nil {
+			return nil, err
+		}
+		return &csi.DeleteSnapshotResponse{}, nil
 	}
 	vol, name, ok := ParseSnapshotID(id)
 	if !ok {
@@ -210,22 +227,72 @@ func (c *Client) DeleteSnapshotCR(ctx context.Context, volume, name string) erro
 	return c.VolumeAction(ctx, volume, "snapshotCRDelete", map[string]string{"name": name}, nil)
 }
 
-// refuseContentSource answers CreateVolume with a content source: NotFound
-// when the source snapshot does not exist (CSI), else InvalidArgument: a
-// volume from a snapshot or a volume is a clone (dataSource snap:// or
-// vol://), which the manager does not make yet.
-func (s *controllerServer) refuseContentSource(ctx context.Context, src *csi.VolumeContentSource) error {
-	if snap := src.GetSnapshot(); snap != nil {
-		vol, name, ok := ParseSnapshotID(snap.GetSnapshotId())
+// contentSource turns CreateVolume's content source into the volume's
+// data source, as Longhorn's driver does: a snapshot snap://<vol>/<snap> is
+// dataSource snap://<vol>/<snap>, a volume <vol> is vol://<vol>, a backup
+// bak://<vol>/<backup> is fromBackup (the backup's URL). It also returns
+// the source volume's size. NotFound when the source is missing.
+func (s *controllerServer) contentSource(ctx context.Context, src *csi.VolumeContentSource) (ds, fromBackup string, size int64, err error) {
+	var vol string
+	switch {
+	case src.GetSnapshot() != nil && strings.HasPrefix(src.GetSnapshot().GetSnapshotId(), bakIDPrefix):
+		if _, _, ok := ParseBackupID(src.GetSnapshot().GetSnapshotId()); !ok {
+			return "", "", 0, status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found", src.GetSnapshot().GetSnapshotId())
+		}
+		url, size, err := s.backupSource(ctx, src.GetSnapshot().GetSnapshotId())
+		return "", url, size, err
+	case src.GetSnapshot() != nil:
+		id := src.GetSnapshot().GetSnapshotId()
+		v, name, ok := ParseSnapshotID(id)
 		if !ok {
-			return status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found", snap.GetSnapshotId())
+			return "", "", 0, status.Errorf(codes.NotFound, "volume_content_source: snapshot %q not found (want snap://<volume>/<snapshot>)", id)
 		}
-		if _, err := s.d.client.GetSnapshotCR(ctx, vol, name); IsNotFound(err) {
-			return status.Errorf(codes.NotFound, "volume_content_source: snapshot %s of volume %s not found", name, vol)
+		if _, err := s.d.client.GetSnapshotCR(ctx, v, name); err != nil {
+			return "", "", 0, apiStatus(err, "volume_content_source: snapshot "+name+" of volume "+v)
 		}
+		vol, ds = v, SnapshotID(v, name)
+	case src.GetVolume() != nil:
+		vol = src.GetVolume().GetVolumeId()
+		ds = "vol://" + vol
+	default:
+		return "", "", 0, status.Error(codes.InvalidArgument, "volume_content_source: want a snapshot or a volume")
 	}
-	return status.Error(codes.InvalidArgument,
-		"volume_content_source: creating a volume from a snapshot or a volume (clone, dataSource) is not supported yet")
+	v, err := s.d.client.GetVolume(ctx, vol)
+	if err != nil {
+		return "", "", 0, apiStatus(err, "volume_content_source: volume "+vol)
+	}
+	size, _ = strconv.ParseInt(v.Size, 10, 64)
+	return ds, "", size, nil
+}
+
+// cloneSize is the size of a volume made from a source of srcSize bytes:
+// the source's when the request requires none, else the rounded request,
+// which must not be smaller (OutOfRange) or over the limit.
+func cloneSize(r *csi.CapacityRange, rounded, srcSize int64) (int64, error) {
+	if r.GetRequiredBytes() == 0 {
+		if lim := r.GetLimitBytes(); lim > 0 && srcSize > lim {
+			return 0, status.Errorf(codes.OutOfRange, "capacity_range: the source is %d bytes, over limit_bytes %d", srcSize, lim)
+		}
+		return srcSize, nil
+	}
+	if rounded < srcSize {
+		return 0, status.Errorf(codes.OutOfRange, "capacity_range: %d bytes is smaller than the source (%d bytes)", rounded, srcSize)
+	}
+	return rounded, nil
+}
+
+// cloneDone answers Unavailable (the attacher retries) while a volume
+// made from another is still being cloned, as Longhorn's driver does.
+func cloneDone(v *Volume) error {
+	if v.DataSource == "" || v.CloneStatus.State == "completed" {
+		return nil
+	}
+	st := v.CloneStatus.State
+	if st == "" {
+		st = "not started"
+	}
+	return status.Errorf(codes.Unavailable, "volume %s is being cloned from %s (clone %s, %d failed attempts): retry once the clone is completed",
+		v.Name, v.DataSource, st, v.CloneStatus.AttemptCount)
 }
 
 // isConflict reports whether err is the API's 409 Conflict (an object of

@@ -65,8 +65,8 @@ var VolumeSpecSupport = map[string]FieldSupport{
 	"nvmeTcpNrIoQueues":               notYet("NVMe/TCP frontends (v2 data engine)"),
 	"fromBackup":                      acts("controller/volume_restore.go:reconcileRestore"),
 	"restoreVolumeRecurringJob":       notYet("restoring recurring jobs from a backup", `"ignored"`, `"disabled"`),
-	"dataSource":                      pending("csi3"),
-	"cloneMode":                       pending("csi3"),
+	"dataSource":                      acts("controller/volume_clone.go:reconcileClone"),
+	"cloneMode":                       notYet("linked clones (v2 data engine)", `"full-copy"`),
 	"dataLocality":                    acts("controller/volume_locality.go:localityNode"),
 	"staleReplicaTimeout":             acts("controller/volume_replicas.go:reconcileCleanup"),
 	"nodeID":                          acts("controller/volume_attach.go:reconcileState"),
@@ -147,7 +147,7 @@ var EngineSpecSupport = map[string]FieldSupport{
 	"upgradedReplicaAddressMap":        notYet("live engine upgrades"),
 	"backupVolume":                     acts("controller/engine_restore.go:restoreSource"),
 	"requestedBackupRestore":           acts("controller/engine_restore.go:reconcileRestore"),
-	"requestedDataSource":              pending("csi3"),
+	"requestedDataSource":              acts("controller/engine_clone.go:reconcileClone"),
 	"disableFrontend":                  acts("controller/engine_controller.go:engineFrontend"),
 	"revisionCounterDisabled":          acts(engineProcess),
 	"unmapMarkSnapChainRemovedEnabled": notYet("unmap marking the snapshot chain removed"),
@@ -177,7 +177,7 @@ var ReplicaSpecSupport = map[string]FieldSupport{
 	"evictionRequested":                acts("controller/volume_evict.go:reconcileEviction"),
 	"snapshotMaxCount":                 notYet("per-replica snapshot limits (the engine enforces the volume's)"),
 	"snapshotMaxSize":                  notYet("per-replica snapshot limits (the engine enforces the volume's)"),
-	"linkedCloneSrcReplicaName":        pending("csi3"),
+	"linkedCloneSrcReplicaName":        notYet("linked clones (v2 data engine)"),
 }
 
 // zeroJSON are the encodings of a field's zero value.

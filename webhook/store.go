@@ -112,6 +112,30 @@ func (s dsStore) Restoring(ctx context.Context, volume string) (bool, error) {
 	return false, nil
 }
 
+func (s dsStore) CloneSource(ctx context.Context, volume, snapshot string) (int64, error) {
+	v, err := s.ds.GetVolumeRO(ctx, volume)
+	if apierrors.IsNotFound(err) {
+		return 0, Invalid("spec.dataSource", "source volume %s does not exist", volume)
+	}
+	if err != nil {
+		return 0, err
+	}
+	if v.DeletionTimestamp != nil {
+		return 0, Invalid("spec.dataSource", "source volume %s is being deleted", volume)
+	}
+	if snapshot == "" {
+		return v.Spec.Size, nil
+	}
+	sn, err := s.ds.GetSnapshotRO(ctx, snapshot)
+	if apierrors.IsNotFound(err) || (err == nil && sn.Spec.Volume != volume) {
+		return 0, Invalid("spec.dataSource", "volume %s has no snapshot %s", volume, snapshot)
+	}
+	if err != nil {
+		return 0, err
+	}
+	return v.Spec.Size, nil
+}
+
 func (s dsStore) DataEngineEnabled(engine longhorn.DataEngineType) (bool, error) {
 	name := types.SettingNameV1DataEngine
 	switch engine {

@@ -52,6 +52,10 @@ type VolumeStore interface {
 	// Restoring reports whether a replica of the volume is restoring a
 	// backup (an engine's status.restoreStatus says isRestoring).
 	Restoring(ctx context.Context, volume string) (bool, error)
+	// CloneSource returns the size in bytes of source volume volume and,
+	// when snapshot is not "", checks that the volume has that Snapshot
+	// object; an Invalid error names what is missing.
+	CloneSource(ctx context.Context, volume, snapshot string) (int64, error)
 	ExpansionStore
 }
 
@@ -92,7 +96,10 @@ func VolumeKind(store VolumeStore) Kind[*longhorn.Volume] {
 				if err := refuseNotSupported(VolumeSpecSupport, "spec.", nil, &req.Object.Spec); err != nil {
 					return err
 				}
-				return validateVolume(req.Object)
+				if err := validateVolume(req.Object); err != nil {
+					return err
+				}
+				return validateDataSource(ctx, store, &req.Object.Spec)
 			}
 			return admitVolumeUpdate(ctx, store, req.Old, req.Object)
 		},
@@ -133,6 +140,31 @@ func checkActivation(ctx context.Context, store VolumeStore, old, v *longhorn.Vo
 	}
 	if busy {
 		return Invalid("spec.Standby", "cannot activate standby volume %s while it restores a backup; retry when the restore is done", v.Name)
+	}
+	return nil
+}
+
+// validateDataSource checks a new volume's spec.dataSource: one of
+// Longhorn's two forms, vol://<volume> or snap://<volume>/<snapshot>, not
+// with spec.fromBackup, naming a source volume (and Snapshot object) that
+// exists, with spec.size at least the source's.
+func validateDataSource(ctx context.Context, store VolumeStore, s *longhorn.VolumeSpec) error {
+	if s.DataSource == "" {
+		return nil
+	}
+	src, snap, ok := s.DataSource.Parse()
+	if !ok {
+		return Invalid("spec.dataSource", "%q is not vol://<volume> or snap://<volume>/<snapshot>", s.DataSource)
+	}
+	if s.FromBackup != "" {
+		return Invalid("spec.dataSource", "a volume takes its data from a backup (spec.fromBackup) or from another volume, not both")
+	}
+	size, err := store.CloneSource(ctx, src, snap)
+	if err != nil {
+		return err
+	}
+	if s.Size < size {
+		return Invalid("spec.size", "%d bytes is smaller than source volume %s (%d bytes)", s.Size, src, size)
 	}
 	return nil
 }

@@ -236,6 +236,12 @@ func (stubVolumeStore) VolumeDefaults(longhorn.DataEngineType) (VolumeDefaults, 
 }
 func (stubVolumeStore) DataEngineEnabled(longhorn.DataEngineType) (bool, error) { return true, nil }
 func (stubVolumeStore) Restoring(context.Context, string) (bool, error)         { return false, nil }
+func (stubVolumeStore) CloneSource(_ context.Context, volume, snapshot string) (int64, error) {
+	if volume != "src" || (snapshot != "" && snapshot != "s1") {
+		return 0, Invalid("spec.dataSource", "no source %s/%s", volume, snapshot)
+	}
+	return 1 << 30, nil
+}
 func (stubVolumeStore) Expansion(context.Context, *longhorn.Volume) (ExpansionInput, error) {
 	return ExpansionInput{}, nil
 }

@@ -250,6 +250,7 @@ func validateVolumeUpdate(old, v *longhorn.Volume) error {
 		{"spec.topologyRequirement", fmt.Sprint(old.Spec.TopologyRequirement), fmt.Sprint(v.Spec.TopologyRequirement)},
 		{"spec.dataLayout", fmt.Sprint(old.Spec.DataLayout), fmt.Sprint(v.Spec.DataLayout)},
 		{"spec.fromBackup", old.Spec.FromBackup, v.Spec.FromBackup},
+		{"spec.dataSource", string(old.Spec.DataSource), string(v.Spec.DataSource)},
 	}
 	for _, f := range immutable {
 		if f.old != "" && f.old != f.new {

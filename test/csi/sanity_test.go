@@ -2,7 +2,6 @@ package csi_test
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -44,9 +43,10 @@ func startDriver(t *testing.T, n *node) string {
 }
 
 // TestSanity runs csi-sanity (github.com/kubernetes-csi/csi-test/v5) against
-// the driver and a real manager. Specs skipped by csi-sanity itself are the
-// capabilities the driver does not advertise (README: "CSI"): clones,
-// ListVolumes, ListSnapshots, volume conditions.
+// the driver and a real manager, clones from a volume and from a snapshot
+// included. Specs skipped by csi-sanity itself are the capabilities the
+// driver does not advertise (README: "CSI"): ListVolumes, ListSnapshots,
+// volume conditions.
 func TestSanity(t *testing.T) {
 	n := newNode(t)
 	cfg := sanity.NewTestConfig()
@@ -60,12 +60,6 @@ func TestSanity(t *testing.T) {
 	// CSI snapshots of type snap (Longhorn snapshots); a detached volume is
 	// attached by the manager's snapshot controller for them.
 	cfg.TestSnapshotParameters = map[string]string{"type": "snap"}
-	// Listed with the reason: a volume restored from a snapshot is a clone
-	// (dataSource snap://), which the manager does not do yet; CreateVolume
-	// refuses volume_content_source with a message saying so.
-	if err := flag.Set("ginkgo.skip", "should create volume from an existing source snapshot"); err != nil {
-		t.Fatal(err)
-	}
 	if err := os.MkdirAll(filepath.Join(n.dir, "sanity"), 0o755); err != nil {
 		t.Fatal(err)
 	}

@@ -118,16 +118,16 @@ func (e *pvcEnv) jsonpath(kind, name, path string) string {
 // use by a pod becomes ready to use and is a Longhorn snapshot of the
 // volume; a second one of the same PVC after its pod is gone (a detached
 // volume, attached by the snapshot controller for it) too; a PVC restored
-// from a VolumeSnapshot is refused with an event saying so (a restore is a
-// Longhorn clone, not made yet); deleting the VolumeSnapshots removes the
-// Longhorn snapshots.
+// from the first VolumeSnapshot and a PVC cloned from the PVC (Longhorn
+// clones) hold the same bytes (sha256 of the data set); deleting the
+// VolumeSnapshots removes the Longhorn snapshots.
 func TestPVCVolumeSnapshot(t *testing.T) {
 	e := setupPVC(t, 8*time.Minute)
 	e.installSnapshotter()
 	e.createPVC(pvc("snapsrc", "longhorn", 64<<20, false))
 	e.runPod(e.podSpec("snapsrc-0", "snapsrc", e.c.NodeName(1), false))
 	vol := e.boundVolume("snapsrc")
-	data, _ := dataSet(pvcDataSize)
+	data, sum := dataSet(pvcDataSize)
 	e.writeFile("snapsrc-0", "data.bin", data)
 
 	snap := func(name string) string {
@@ -172,22 +172,37 @@ spec:
 	detached := snap("snap-detached")
 	e.waitDetached(vol) // the snapshot controller's ticket is gone again
 
-	e.applyYAML(fmt.Sprintf(`apiVersion: v1
+	// A PVC restored from the VolumeSnapshot taken while the pod wrote,
+	// and a PVC cloned from the (detached) PVC: Longhorn clones
+	// (dataSource snap:// and vol://), each read by a pod on another node.
+	for i, c := range []struct{ name, source string }{
+		{"restored", "{name: snap-attached, kind: VolumeSnapshot, apiGroup: snapshot.storage.k8s.io}"},
+		{"cloned", "{name: snapsrc, kind: PersistentVolumeClaim}"},
+	} {
+		t0 := time.Now()
+		e.applyYAML(fmt.Sprintf(`apiVersion: v1
 kind: PersistentVolumeClaim
-metadata: {name: restored, namespace: %s}
+metadata: {name: %s, namespace: %s}
 spec:
   storageClassName: longhorn
-  dataSource: {name: snap-attached, kind: VolumeSnapshot, apiGroup: snapshot.storage.k8s.io}
+  dataSource: %s
   accessModes: [ReadWriteOnce]
   resources: {requests: {storage: 64Mi}}
-`, pvcNamespace))
-	err := wait.PollUntilContextTimeout(e.ctx, time.Second, 2*time.Minute, true, func(context.Context) (bool, error) {
-		return strings.Contains(e.podEvents("restored"), "not supported yet"), nil
-	})
-	if err != nil {
-		t.Fatalf("restored PVC: no event saying restores are not supported yet:\n%s", e.podEvents("restored"))
+`, c.name, pvcNamespace, c.source))
+		pod := c.name + "-0"
+		e.runPod(e.podSpec(pod, c.name, e.c.NodeName(2+i%2), false))
+		e.checkSum(pod, "cat /data/data.bin", sum, "data set in PVC "+c.name)
+		cv := e.boundVolume(c.name)
+		lv, err := e.f.LH.LonghornV1beta2().Volumes(lhNamespace).Get(e.ctx, cv, metav1.GetOptions{})
+		e.must(err)
+		if lv.Status.CloneStatus.State != "completed" || lv.Status.CloneStatus.SourceVolume != vol {
+			t.Fatalf("PVC %s: volume %s clone status %+v, want completed from %s", c.name, cv, lv.Status.CloneStatus, vol)
+		}
+		t.Logf("PVC %s (dataSource %s): pod Running %.1fs after the claim, %d MiB identical to the source", c.name, lv.Spec.DataSource,
+			time.Since(t0).Seconds(), pvcDataSize>>20)
+		e.deletePodWait(pod)
 	}
-	_, err = e.f.Kubectl(e.ctx, "delete", "-n", pvcNamespace, "pvc/restored", "volumesnapshot/snap-attached", "volumesnapshot/snap-detached")
+	_, err := e.f.Kubectl(e.ctx, "delete", "-n", pvcNamespace, "pvc/restored", "pvc/cloned", "volumesnapshot/snap-attached", "volumesnapshot/snap-detached")
 	e.must(err)
 	for _, lh := range []string{attached, detached} {
 		err := wait.PollUntilContextTimeout(e.ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {

@@ -1,6 +1,10 @@
 package v1beta2
 
-import metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+import (
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
 
 // VolumeState is the lifecycle state of a volume (status.state).
 type VolumeState string
@@ -63,6 +67,20 @@ const (
 	VolumeDataSourceVolumePrefix   = "vol://"
 	VolumeDataSourceSnapshotPrefix = "snap://"
 )
+
+// Parse splits a data source in Longhorn's two forms: vol://<volume>
+// (snapshot "") or snap://<volume>/<snapshot>; ok is false for anything
+// else.
+func (ds VolumeDataSource) Parse() (volume, snapshot string, ok bool) {
+	if rest, found := strings.CutPrefix(string(ds), VolumeDataSourceVolumePrefix); found {
+		return rest, "", rest != "" && !strings.Contains(rest, "/")
+	}
+	if rest, found := strings.CutPrefix(string(ds), VolumeDataSourceSnapshotPrefix); found {
+		v, sn, _ := strings.Cut(rest, "/")
+		return v, sn, v != "" && sn != "" && !strings.Contains(sn, "/")
+	}
+	return "", "", false
+}
 
 // DataLocality asks for a replica on the attached node.
 // +kubebuilder:validation:Enum=disabled;best-effort;strict-local
