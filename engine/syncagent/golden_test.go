@@ -103,14 +103,26 @@ func expectLines(t *testing.T, got []string, want ...string) {
 	}
 }
 
+// TestGoldenSenderFresh: to a receiver that did not have the file only the
+// data goes (the new file is all holes), and a snapshot disk file without a
+// record is hashed first, so close carries its checksum for the receiver to
+// record (the next fast rebuild then skips it whole).
 func TestGoldenSenderFresh(t *testing.T) {
-	got := exchange(t, dataFile(t, "volume-snap-a.img"), &recordingReceiver{}, SendOptions{DirectIO: true})
+	p := dataFile(t, "volume-snap-a.img")
+	got := exchange(t, p, &recordingReceiver{}, SendOptions{DirectIO: true})
 	expectLines(t, got,
 		"GET /v1-ssync/open?begin=0&directIO=true&end=12288 accept=application/json",
-		"POST /v1-ssync/sendHole?begin=4096&end=8192 accept=application/json",
 		"POST /v1-ssync/writeData?begin=0&end=4096 accept=application/json",
 		"POST /v1-ssync/writeData?begin=8192&end=12288 accept=application/json",
-		"POST /v1-ssync/close?checksum=&checksumMethod= accept=application/json")
+		"POST /v1-ssync/close?checksum=4d4c4032e61bdba6&checksumMethod=crc64 accept=application/json")
+	if rec, _, err := CurrentRecorded(p); err != nil || rec.Checksum != "4d4c4032e61bdba6" {
+		t.Fatalf("source record %+v, %v", rec, err)
+	}
+	// Not a snapshot disk file: nothing is hashed.
+	got = exchange(t, dataFile(t, "volume-head-001.img"), &recordingReceiver{}, SendOptions{DirectIO: true})
+	if last := got[len(got)-1]; last != "POST /v1-ssync/close?checksum=&checksumMethod= accept=application/json" {
+		t.Fatalf("head file close: %s", last)
+	}
 }
 
 func TestGoldenSenderExisting(t *testing.T) {
@@ -142,7 +154,7 @@ func TestGoldenSenderFastPath(t *testing.T) {
 		"POST /v1-ssync/close?checksum=0470c08fbc4dc702&checksumMethod=crc64 accept=application/json")
 	// Another checksum on the receiver: the full transfer follows.
 	rr = &recordingReceiver{remote: `{"method":"crc64","checksum":"ffff","change_time":"x"}`}
-	if got := exchange(t, p, rr, SendOptions{FastSync: true, DirectIO: true}); len(got) != 6 {
+	if got := exchange(t, p, rr, SendOptions{FastSync: true, DirectIO: true}); len(got) != 5 {
 		t.Fatalf("different checksum: %v", got)
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"path/filepath"
 	"strings"
 	gosync "sync"
 	"sync/atomic"
@@ -82,38 +83,87 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 	if strings.HasSuffix(path, ".img") {
 		rec, _, _ = ReadRecorded(path) // a missing or bad record only disables the fast path
 	}
-	defer s.sendClose(rec)
-	if opts.FastSync && strings.HasSuffix(path, ".img") && s.remoteHasSame(ctx, path, rec) {
+	if opts.FastSync && strings.HasSuffix(path, ".img") && s.remoteHasSame(ctx, path, &rec) {
 		s.skipped.Add(size)
 		s.progress(size)
+		s.sendClose(rec)
 		return s.stats(), nil
 	}
+	// A snapshot disk file without a current record is hashed while it is
+	// sent, and close carries the result (see recordLater).
+	later := recordLater(ctx, path, rec)
+	defer func() { s.sendClose(<-later) }()
 	existed, err := s.open(ctx, size, opts.DirectIO)
 	if err != nil {
 		return SendStats{}, err
 	}
-	if err := s.run(ctx, size, true, existed); err != nil {
+	// A file the receiver did not have is all holes after open: only the
+	// data is sent (half the requests for a fragmented file).
+	if err := s.run(ctx, size, existed, existed); err != nil {
 		return s.stats(), err
 	}
 	return s.stats(), nil
 }
 
-// remoteHasSame is the fast path: the local recorded checksum is current
-// and the receiver's recorded one is the same.
-func (s *sender) remoteHasSame(ctx context.Context, path string, rec RecordedMetadata) bool {
+// isSnapshotDisk reports whether path is a snapshot disk file
+// (volume-snap-*.img), which does not change once taken.
+func isSnapshotDisk(path string) bool {
+	b := filepath.Base(path)
+	return strings.HasPrefix(b, "volume-snap-") && strings.HasSuffix(b, ".img")
+}
+
+// isCurrent reports whether rec is a checksum recorded at path's present
+// change time.
+func isCurrent(path string, rec RecordedMetadata) bool {
 	if rec.Method == "" || rec.Checksum == "" || rec.ChangeTime == "" {
 		return false
 	}
-	if ct, err := ChangeTime(path); err != nil || ct != rec.ChangeTime {
-		return false
+	ct, err := ChangeTime(path)
+	return err == nil && ct == rec.ChangeTime
+}
+
+// hashRecord hashes the snapshot disk file at path (HashDisk: one
+// sequential read, without the node's hash lock, as the rebuild reads the
+// file anyway) and returns the new record; on failure rec unchanged.
+func hashRecord(ctx context.Context, path string, rec RecordedMetadata) RecordedMetadata {
+	if _, _, err := HashDisk(ctx, path, false); err != nil {
+		return rec
 	}
+	if r, _, err := ReadRecorded(path); err == nil {
+		return r
+	}
+	return rec
+}
+
+// recordLater returns the record close sends: rec, or for a snapshot disk
+// file without a current one, its checksum computed concurrently with the
+// transfer. The receiver records it, so the next fast rebuild of that
+// replica skips the file whole instead of comparing it range by range.
+func recordLater(ctx context.Context, path string, rec RecordedMetadata) <-chan RecordedMetadata {
+	ch := make(chan RecordedMetadata, 1)
+	if !isSnapshotDisk(path) || isCurrent(path, rec) {
+		ch <- rec
+		return ch
+	}
+	go func() { ch <- hashRecord(ctx, path, rec) }()
+	return ch
+}
+
+// remoteHasSame is the fast path: the receiver's recorded checksum is the
+// local one, which is current. A snapshot disk file without a current
+// local record is hashed first when the receiver has a record (the file
+// may then be skipped whole); *rec is updated.
+func (s *sender) remoteHasSame(ctx context.Context, path string, rec *RecordedMetadata) bool {
 	var remote RecordedMetadata
 	if err := s.retry(ctx, func() error {
 		return s.call(ctx, http.MethodGet, "getRecordedMetadata", nil, nil, &remote)
-	}); err != nil {
+	}); err != nil || remote.Checksum == "" {
 		return false
 	}
-	return remote.Checksum == rec.Checksum
+	if !isCurrent(path, *rec) && isSnapshotDisk(path) {
+		*rec = hashRecord(ctx, path, *rec)
+	}
+	return isCurrent(path, *rec) && remote.Checksum == rec.Checksum
 }
 
 // SendLayers sends the flattened content of a chain of layer files (oldest

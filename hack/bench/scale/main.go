@@ -49,6 +49,7 @@ func parseFlags() options {
 	flag.Int64Var(&o.cost.loadRange, "load-range", 64<<20, "part 1: bytes at the start of volume 0 the load writes to")
 	flag.StringVar(&o.rebuild.data, "rebuild-data", "1073741824,4294967296", "part 2: written bytes per run")
 	flag.DurationVar(&o.rebuild.quiet, "quiet", 15*time.Second, "part 2: QD1 latency window without a rebuild")
+	flag.StringVar(&o.rebuild.alt, "longhorn-alt", "", "part 2: a second longhorn binary measured right after the first at each size (A/B)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the directory (logs, fio outputs)")
 	flag.Parse()
 	return o

@@ -26,11 +26,13 @@ import (
 type rebuildOptions struct {
 	data  string        // comma-separated data sizes, bytes
 	quiet time.Duration // length of the client load without a rebuild
+	alt   string        // a second longhorn binary, measured after the first at each size (A/B)
 }
 
 // RebuildRun is one data size's rebuild measurement.
 type RebuildRun struct {
 	DataBytes   int64     `json:"data_bytes"`
+	Binary      string    `json:"binary"`        // "default" or "alt" (-longhorn-alt)
 	Disk        FioResult `json:"disk_seqwrite"` // the physical limit
 	FullSecs    float64   `json:"full_s"`
 	FullMiBps   float64   `json:"full_mib_per_s"`
@@ -51,31 +53,41 @@ func runRebuild(ctx context.Context, e *env, o rebuildOptions, w io.Writer) []Re
 			out = append(out, RebuildRun{Err: fmt.Sprintf("-rebuild-data %q: want multiples of 131072 bytes, at least 1 MiB", f)})
 			continue
 		}
-		fmt.Fprintf(w, "  part 2: %d MiB of data ...", d>>20)
-		r := rebuildOnce(ctx, e, o, d)
-		if r.Err != "" {
-			fmt.Fprintf(w, " error: %s\n", r.Err)
-		} else {
-			fmt.Fprintf(w, " full %.1fs (%.0f MiB/s, disk %.0f MiB/s), delta %.1fs (load %s)\n",
-				r.FullSecs, r.FullMiBps, r.Disk.MiBps, r.DeltaSecs, r.LoadAvg)
+		bins := map[string]string{"default": e.longhorn}
+		names := []string{"default"}
+		if o.alt != "" {
+			bins["alt"], names = o.alt, append(names, "alt")
 		}
-		out = append(out, r)
-		if ctx.Err() != nil {
-			break
+		for _, b := range names {
+			fmt.Fprintf(w, "  part 2: %d MiB of data, %s binary ...", d>>20, b)
+			eb := *e
+			eb.longhorn = bins[b]
+			r := rebuildOnce(ctx, &eb, o, d, b)
+			r.Binary = b
+			if r.Err != "" {
+				fmt.Fprintf(w, " error: %s\n", r.Err)
+			} else {
+				fmt.Fprintf(w, " full %.1fs (%.0f MiB/s, disk %.0f MiB/s), delta %.1fs (load %s)\n",
+					r.FullSecs, r.FullMiBps, r.Disk.MiBps, r.DeltaSecs, r.LoadAvg)
+			}
+			out = append(out, r)
+			if ctx.Err() != nil {
+				return out
+			}
 		}
 	}
 	return out
 }
 
 // rebuildOnce measures one data size.
-func rebuildOnce(ctx context.Context, e *env, o rebuildOptions, d int64) RebuildRun {
+func rebuildOnce(ctx context.Context, e *env, o rebuildOptions, d int64, binary string) RebuildRun {
 	r := RebuildRun{DataBytes: d}
 	var err error
 	if r.Disk, err = diskSeqWrite(ctx, e.dir, d); err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	vs, err := e.startVolumes(ctx, fmt.Sprintf("rb%d-v", d>>20), 1, 3, 2*d, nil)
+	vs, err := e.startVolumes(ctx, fmt.Sprintf("rb%d%s-v", d>>20, binary), 1, 3, 2*d, nil)
 	if err == nil {
 		err = rebuildMeasure(ctx, e, o, vs[0], &r)
 	}
@@ -203,7 +215,7 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 func (e *env) ctl(ctx context.Context, v *volume, args ...string) error {
 	args = append([]string{"engine", "ctl", "--url", v.ctlAddr, "--timeout", "20m"}, args...)
 	if b, err := exec.CommandContext(ctx, e.longhorn, args...).CombinedOutput(); err != nil {
-		return fmt.Errorf("engine ctl %s: %w: %s", strings.Join(args[5:], " "), err, tail(b))
+		return fmt.Errorf("engine ctl %s: %w: %s", strings.Join(args[6:], " "), err, tail(b))
 	}
 	return nil
 }
@@ -221,7 +233,7 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 		return
 	}
 	fmt.Fprintln(w, "\nPart 2: rebuild of 1 of 3 replicas (data in 64 KiB extents, 64 KiB holes; client 4 KiB randwrite QD1)")
-	fmt.Fprintf(w, "%8s %10s %14s %9s %8s %10s %10s %10s | %s\n", "data", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
+	fmt.Fprintf(w, "%8s %-7s %10s %14s %9s %8s %10s %10s %10s | %s\n", "data", "binary", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
 		"x full", "p99 quiet", "full/delta", "loadavg")
 	for _, r := range runs {
 		if r.Err != "" {
@@ -230,8 +242,8 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 		}
 		xd, xf := r.FullMiBps/r.Disk.MiBps, r.DeltaSecs/r.FullSecs
 		pf, pd := r.DuringFull.P99us/r.Quiet.P99us, r.DuringDelta.P99us/r.Quiet.P99us
-		fmt.Fprintf(w, "%6dMi %10.0f %6.1f (%5.0f) %5.2f %-3s %7.1f %5.2f %-4s %8.0fus %4.1fx|%4.1fx %s | %s\n",
-			r.DataBytes>>20, r.Disk.MiBps, r.FullSecs, r.FullMiBps, xd, mark(xd >= targetFullVsDisk), r.DeltaSecs, xf,
+		fmt.Fprintf(w, "%6dMi %-7s %10.0f %6.1f (%5.0f) %5.2f %-3s %7.1f %5.2f %-4s %8.0fus %4.1fx|%4.1fx %s | %s\n",
+			r.DataBytes>>20, r.Binary, r.Disk.MiBps, r.FullSecs, r.FullMiBps, xd, mark(xd >= targetFullVsDisk), r.DeltaSecs, xf,
 			mark(xf <= targetDeltaVsFull), r.Quiet.P99us, pf, pd, mark(pf <= targetP99 && pd <= targetP99), r.LoadAvg)
 	}
 	fmt.Fprintf(w, "Targets: full >= %.1fx disk seq write, delta <= %.1fx full time, client p99 <= %.0fx without a rebuild\n",
