@@ -36,8 +36,10 @@ var ErrNotSupported = errors.New("not supported yet")
 
 // Run runs job name on each of its volumes, spec.concurrency at a time
 // (at least 1). A volume that fails does not stop the others; the errors
-// come back joined, each naming its volume. A detached volume is skipped
-// (setting allow-recurring-job-while-volume-detached is not supported).
+// come back joined, each naming its volume. A volume that is not attached
+// is skipped, or, when it is detached and setting
+// allow-recurring-job-while-volume-detached is true, attached for the job
+// and detached after it.
 func (r *Runner) Run(ctx context.Context, name string) error {
 	if r.now == nil {
 		r.now = time.Now
@@ -51,6 +53,10 @@ func (r *Runner) Run(ctx context.Context, name string) error {
 	}
 	if job, err = r.countExecution(ctx, job); err != nil {
 		return fmt.Errorf("recurring job %s: count the execution: %w", name, err)
+	}
+	allowDetached, err := r.allowDetached(ctx)
+	if err != nil {
+		return err
 	}
 	list, err := r.LH.LonghornV1beta2().Volumes(r.Namespace).List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -77,7 +83,7 @@ func (r *Runner) Run(ctx context.Context, name string) error {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if err := r.runVolume(ctx, job, vols[vn]); err != nil {
+			if err := r.runVolume(ctx, job, vols[vn], allowDetached); err != nil {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("volume %s: %w", vn, err))
 				mu.Unlock()
@@ -106,11 +112,18 @@ func (r *Runner) countExecution(ctx context.Context, job *longhorn.RecurringJob)
 	}
 }
 
-func (r *Runner) runVolume(ctx context.Context, job *longhorn.RecurringJob, v *longhorn.Volume) error {
+func (r *Runner) runVolume(ctx context.Context, job *longhorn.RecurringJob, v *longhorn.Volume, allowDetached bool) error {
 	log := r.Log.WithFields(logrus.Fields{"job": job.Name, "volume": v.Name})
 	if v.Status.State != longhorn.VolumeStateAttached {
-		log.WithField("state", v.Status.State).Info("Skipping a volume that is not attached")
-		return nil
+		if !allowDetached || v.Status.State != longhorn.VolumeStateDetached {
+			log.WithField("state", v.Status.State).Info("Skipping a volume that is not attached")
+			return nil
+		}
+		detach, err := r.attachForJob(ctx, job, v, log)
+		defer detach()
+		if err != nil {
+			return err
+		}
 	}
 	switch job.Spec.Task {
 	case longhorn.RecurringJobTypeSnapshot, longhorn.RecurringJobTypeSnapshotForceCreate:

@@ -46,7 +46,7 @@ const (
 
 // settingSupport is the support list, in the order of the definition table.
 var settingSupport = map[SettingName]SettingSupport{
-	SettingNameAllowRecurringJobWhileVolumeDetached:                     notSupported("false"),
+	SettingNameAllowRecurringJobWhileVolumeDetached:                     reader("recurringjob/detached.go:allowDetached"),
 	SettingNameCreateDefaultDiskLabeledNodes:                            reader("controller/node_controller.go:wantDefaultDisk"),
 	SettingNameDefaultDataPath:                                          reader("controller/node_controller.go:defaultDisk"),
 	SettingNameDefaultControlPath:                                       notSupported(),

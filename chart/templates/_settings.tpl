@@ -112,7 +112,6 @@
 {{- end -}}
 {{- /* Settings not supported yet: the values each accepts (its default, values that ask for nothing, and ""). */ -}}
 {{- define "longhorn.unsupportedSettings" -}}
-allow-recurring-job-while-volume-detached: {accepted: ["","false"], message: "\"false\""}
 default-control-path: {accepted: ["","/var/lib/longhorn"], message: "\"/var/lib/longhorn\""}
 replica-auto-balance-disk-pressure-percentage: {accepted: ["","90"], message: "\"90\""}
 upgrade-checker: {accepted: ["","false","true"], message: "\"false\" or \"true\""}

@@ -148,6 +148,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	dep := c.hostEndpoint("n3", c.engineOf("bak-dr").Status.Endpoint)
 	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x33 62M 2M")
 	t.Run("recurring jobs", func(t *testing.T) { testRecurringJobs(t, c, src) })
+	t.Run("recurring job on a detached volume", func(t *testing.T) { testDetachedRecurringJob(t, c, "bak-restored") })
 	t.Run("corrupted block", func(t *testing.T) { testCorruptedBlock(t, c, filepath.Join(c.dir, "backupstore"), b1.Status.URL, spec) })
 	t.Run("unreachable target", func(t *testing.T) { testUnreachableTarget(t, c, src, target) })
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
