@@ -21,6 +21,9 @@ E2E_NAME     ?= lhe2e
 E2E_SUBNET   ?= 10.99.16.0/24
 E2E_SVC_CIDR ?= 10.99.17.0/24
 E2E_POD_CIDR ?= 10.101.0.0/16
+# The storage network of TestStorageNetwork (second bridge <name>br1, no
+# route off the machine, lhmultus): none = without one (the test skips).
+E2E_STORAGE_SUBNET ?= 10.99.18.0/24
 # LONGHORN_E2E_TIMINGS: how many times the PVC scenarios time their paths (README numbers: 10).
 E2E_TIMINGS  ?=
 E2E_STATE   := $(CACHE_DIR)/cluster-$(E2E_NAME)
@@ -31,9 +34,9 @@ E2E_CLUSTER := --name $(E2E_NAME) --state-dir $(E2E_STATE) --nodes 3 --subnet $(
 TEST_STEPS += e2e
 
 .PHONY: e2e e2e-down
-e2e: packages build lhcluster lhpause testbin $(CLUSTER_IMAGE_DEPS) ## end-to-end scenarios against a local 3-node cluster (real nodes) it starts and removes (root)
+e2e: packages build lhcluster lhpause lhmultus testbin $(CLUSTER_IMAGE_DEPS) ## end-to-end scenarios against a local 3-node cluster (real nodes) it starts and removes (root)
 	@rc=0; $(TEST_ENV) LONGHORN_E2E=1 LONGHORN_BINARY=$(BIN)/longhorn LHCLUSTER_BINARY=$(BIN)/lhcluster \
-	  LHPAUSE_BINARY=$(BIN)/lhpause LONGHORN_IMAGE_ARCHIVE=$(abspath $(CLUSTER_IMAGE)) LONGHORN_E2E_NODE_MODE=$(E2E_NODE_MODE) \
+	  LHPAUSE_BINARY=$(BIN)/lhpause LHMULTUS_BINARY=$(BIN)/lhmultus LONGHORN_E2E_STORAGE_SUBNET=$(E2E_STORAGE_SUBNET) LONGHORN_IMAGE_ARCHIVE=$(abspath $(CLUSTER_IMAGE)) LONGHORN_E2E_NODE_MODE=$(E2E_NODE_MODE) \
 	  LONGHORN_E2E_STATE_DIR=$(E2E_STATE) LONGHORN_E2E_KEEP=$(E2E_KEEP) \
 	  LONGHORN_E2E_NAME=$(E2E_NAME) LONGHORN_E2E_SUBNET=$(E2E_SUBNET) LONGHORN_E2E_SERVICE_CIDR=$(E2E_SVC_CIDR) \
 	  LONGHORN_E2E_POD_CIDR=$(E2E_POD_CIDR) LONGHORN_E2E_TIMINGS=$(E2E_TIMINGS) nice -n 10 go test -count=1 -p 1 -timeout $(E2E_TIMEOUT) -v \

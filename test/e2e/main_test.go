@@ -57,6 +57,11 @@ var (
 	clusterSubnet  = netip.MustParsePrefix("10.99.16.0/24")
 	clusterService = netip.MustParsePrefix("10.99.17.0/24")
 	clusterPods    = netip.MustParsePrefix("10.101.0.0/16")
+	// clusterStorage is the storage network (second bridge <name>br1,
+	// routed nowhere off the machine) that TestStorageNetwork moves the
+	// data traffic to; LONGHORN_E2E_STORAGE_SUBNET=none: no storage
+	// network (the test skips).
+	clusterStorage = netip.MustParsePrefix("10.99.18.0/24")
 )
 
 // suite is the running cluster; nil when the package skips (skipReason).
@@ -192,15 +197,16 @@ func clusterConfig(assets string) (cluster.Config, error) {
 	if err != nil {
 		return cluster.Config{}, err
 	}
+	storage, err := storageSubnet()
+	if err != nil {
+		return cluster.Config{}, err
+	}
 	c := cluster.Config{
 		Name: name, Nodes: clusterSize, Subnet: subnet, ServiceCIDR: service,
-		PodCIDR:  pods,
+		PodCIDR: pods, StorageSubnet: storage,
 		NodeMode: cluster.NodeMode(os.Getenv("LONGHORN_E2E_NODE_MODE")),
 		StateDir: state, AssetsDir: assets, AgentBinary: agent,
 		Images: map[string]string{"longhornio/longhorn:*": lh},
-	}
-	if err := c.Validate(); err != nil {
-		return c, err
 	}
 	if c.Real() {
 		// Real nodes run the product from its image: make e2e passes the
@@ -210,8 +216,32 @@ func clusterConfig(assets string) (cluster.Config, error) {
 		if c.PauseBinary == "" || c.ImageArchives[0] == "" {
 			return c, errors.New("real nodes need LHPAUSE_BINARY and LONGHORN_IMAGE_ARCHIVE (run `make e2e`, or LONGHORN_E2E_NODE_MODE=agent)")
 		}
+		if c.StorageSubnet.IsValid() {
+			// The meta-plugin runs in the node namespaces: a static build.
+			if c.MultusBinary, err = binary("LHMULTUS_BINARY", root, "./testbed/multus/cmd/lhmultus", "CGO_ENABLED=0"); err != nil {
+				return c, err
+			}
+		}
 	}
-	return c, nil
+	return c, c.Validate()
+}
+
+// storageSubnet returns the storage network's subnet: clusterStorage, or
+// LONGHORN_E2E_STORAGE_SUBNET (an engineer's own share; "none" for no
+// storage network). Agent-mode nodes have none (no pod network namespaces).
+func storageSubnet() (netip.Prefix, error) {
+	v := os.Getenv("LONGHORN_E2E_STORAGE_SUBNET")
+	switch {
+	case v == "none" || cluster.NodeMode(os.Getenv("LONGHORN_E2E_NODE_MODE")) == cluster.NodeModeAgent:
+		return netip.Prefix{}, nil
+	case v == "":
+		return clusterStorage, nil
+	}
+	p, err := netip.ParsePrefix(v)
+	if err != nil {
+		return p, fmt.Errorf("LONGHORN_E2E_STORAGE_SUBNET=%q: %w", v, err)
+	}
+	return p, nil
 }
 
 // clusterAddresses returns the cluster's name and address ranges: lhe2e's,
@@ -242,8 +272,8 @@ func envOr(key, def string) string {
 }
 
 // binary returns $env when set, else builds pkg (relative to root) into a
-// temporary directory.
-func binary(env, root, pkg string) (string, error) {
+// temporary directory, with buildEnv added to go build's environment.
+func binary(env, root, pkg string, buildEnv ...string) (string, error) {
 	if p := os.Getenv(env); p != "" {
 		return filepath.Abs(p)
 	}
@@ -256,7 +286,7 @@ func binary(env, root, pkg string) (string, error) {
 		out = filepath.Join(dir, "longhorn")
 	}
 	cmd := exec.Command("go", "build", "-o", out, pkg)
-	cmd.Dir = root
+	cmd.Dir, cmd.Env = root, append(os.Environ(), buildEnv...)
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, b)
 	}
