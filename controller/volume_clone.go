@@ -134,6 +134,12 @@ func (c *VolumeController) cloneNotReady(ctx context.Context, s *volumeSnapshot)
 	case engineFrontend(s.engRO) != "":
 		return "the volume is attached with its frontend up"
 	}
+	// The source may be attached elsewhere for another ticket (a snapshot
+	// being taken): clone once it is attached for this one.
+	va, err := c.ds.GetVolumeAttachmentRO(ctx, cs.SourceVolume)
+	if err == nil && !longhorn.IsAttachmentTicketSatisfied(longhorn.GetAttachmentTicketID(longhorn.AttacherTypeVolumeCloneController, s.vol.Name), va) {
+		return "source volume " + cs.SourceVolume + " is not attached for the clone yet"
+	}
 	se, err := c.engineOfVolume(ctx, cs.SourceVolume)
 	switch {
 	case err != nil:

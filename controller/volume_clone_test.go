@@ -60,15 +60,22 @@ func cloneAttached(t *testing.T) *fixture {
 	if ds := f.engine("vol-e-0").Spec.RequestedDataSource; ds != "" {
 		t.Fatalf("engine asked for %q before it runs", ds)
 	}
-	// The attachment controller's part: the ticket attaches it.
-	waitFor(t, func() bool {
-		a, err := f.ds.GetVolumeAttachmentRO(f.ctx, "vol")
-		return err == nil && a.Spec.AttachmentTickets[cloneTicket] != nil
-	})
-	f.settle()
-	if _, err := fixtureController[*VolumeAttachmentController](f).syncVolumeAttachment(f.ctx, testNS+"/vol"); err != nil {
-		t.Fatal(err)
+	// The attachment controller's part: the tickets attach the new volume
+	// and keep the source attached.
+	for _, name := range []string{"vol", "src"} {
+		waitFor(t, func() bool {
+			a, err := f.ds.GetVolumeAttachmentRO(f.ctx, name)
+			return err == nil && a.Spec.AttachmentTickets[cloneTicket] != nil
+		})
+		f.settle()
+		if _, err := fixtureController[*VolumeAttachmentController](f).syncVolumeAttachment(f.ctx, testNS+"/"+name); err != nil {
+			t.Fatal(err)
+		}
 	}
+	waitFor(t, func() bool {
+		a, err := f.ds.GetVolumeAttachmentRO(f.ctx, "src")
+		return err == nil && longhorn.IsAttachmentTicketSatisfied(cloneTicket, a)
+	})
 	f.settle()
 	if v := f.volume("vol"); v.Spec.NodeID != "n1" || !v.Spec.DisableFrontend {
 		t.Fatalf("ticket did not attach in maintenance mode: node %q disableFrontend %v", v.Spec.NodeID, v.Spec.DisableFrontend)

@@ -305,7 +305,7 @@ func (e *testEnv) waitIMPods(ctx context.Context, old map[string]string, storage
 		}
 		select {
 		case <-ctx.Done():
-			return nil, fmt.Errorf("instance-manager pods not recreated (storage network %v): %s: %w", storage, last, ctx.Err())
+			return nil, fmt.Errorf("instance-manager pods not recreated (storage network %v): %s (%s): %w", storage, last, e.imInstances(), ctx.Err())
 		case <-time.After(time.Second):
 		}
 	}
@@ -324,6 +324,30 @@ func (e *testEnv) imRunning(ctx context.Context, node, podIP string) (bool, stri
 		}
 	}
 	return false, "no instance manager running on " + node + " at " + podIP
+}
+
+// imInstances renders every instance manager's instances ("im@node:
+// names"): the setting controller restarts a pod only once its instance
+// manager runs none.
+func (e *testEnv) imInstances() string {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	ims, err := e.f.LH.LonghornV1beta2().InstanceManagers(framework.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return err.Error()
+	}
+	var parts []string
+	for _, im := range ims.Items {
+		var names []string
+		for n := range im.Status.InstanceEngines {
+			names = append(names, n)
+		}
+		for n := range im.Status.InstanceReplicas {
+			names = append(names, n)
+		}
+		parts = append(parts, fmt.Sprintf("%s@%s %s: %v", im.Name, im.Spec.NodeID, im.Status.CurrentState, names))
+	}
+	return "instances: " + strings.Join(parts, "; ")
 }
 
 // podStorageIP is the pod's lhnet1 IPv4 address from its
