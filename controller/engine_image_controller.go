@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"reflect"
 	"sort"
 	"time"
@@ -21,7 +22,9 @@ import (
 // This product ships the engine binary inside the instance-manager image,
 // so an engine image is deployed on a node when an instance manager runs
 // there (Longhorn deploys a DaemonSet per engine image instead); its
-// reference count is the engines and replicas that use it.
+// reference count is the engines and replicas that use it. An older image
+// (left by an upgrade) is deployed where instance managers of that image
+// still run and is incompatible outside this manager's CLI API range.
 type EngineImageController struct {
 	*env
 	w *Worker
@@ -95,13 +98,14 @@ func (c *EngineImageController) syncEngineImage(ctx context.Context, key string)
 
 // engineImageObservation is what an engine image's status is computed from.
 type engineImageObservation struct {
-	nodes    []string        // Longhorn nodes that are not down
-	deployed map[string]bool // node -> an instance manager of the image runs there
-	refCount int             // engines and replicas using the image
+	nodes     []string        // Longhorn nodes that are not down
+	deployed  map[string]bool // node -> an instance manager of the image runs there
+	refCount  int             // engines and replicas using the image
+	isDefault bool            // the manager's own --engine-image (this build's binary)
 }
 
 func (c *EngineImageController) observeEngineImage(ctx context.Context, ei *longhorn.EngineImage) (engineImageObservation, error) {
-	obs := engineImageObservation{deployed: map[string]bool{}}
+	obs := engineImageObservation{deployed: map[string]bool{}, isDefault: ei.Spec.Image == c.opts.EngineImage}
 	nodes, err := c.ds.ListNodesRO(ctx, nil)
 	if err != nil {
 		return obs, err
@@ -116,7 +120,11 @@ func (c *EngineImageController) observeEngineImage(ctx context.Context, ei *long
 			return obs, err
 		}
 		for _, im := range ims {
-			obs.deployed[n.Name] = obs.deployed[n.Name] || im.Status.CurrentState == longhorn.InstanceManagerStateRunning
+			// The default image's binary is in every instance manager of
+			// this build; an older image (left by an upgrade) is deployed
+			// where instance managers of that image still run.
+			ofImage := obs.isDefault || im.Spec.Image == ei.Spec.Image
+			obs.deployed[n.Name] = obs.deployed[n.Name] || (ofImage && im.Status.CurrentState == longhorn.InstanceManagerStateRunning)
 		}
 	}
 	engines, err := c.ds.ListEnginesRO(ctx, nil)
@@ -143,8 +151,11 @@ func (c *EngineImageController) observeEngineImage(ctx context.Context, ei *long
 
 // decideEngineImageStatus: deployed when an instance manager runs on every
 // node that is up (deploying otherwise, with the ready condition saying
-// where it is missing); the version details are this build's; noRefSince is
-// kept while nothing uses the image and cleared when something does.
+// where it is missing), incompatible when the image's CLI API version is
+// outside the range this manager speaks; the version details of the
+// default image are this build's, another image keeps those recorded by the
+// manager that deployed it; noRefSince is kept while nothing uses the image
+// and cleared when something does.
 func decideEngineImageStatus(ei *longhorn.EngineImage, obs engineImageObservation, owner string, now time.Time) longhorn.EngineImageStatus {
 	st := *ei.Status.DeepCopy()
 	st.OwnerID = owner
@@ -156,10 +167,24 @@ func decideEngineImageStatus(ei *longhorn.EngineImage, obs engineImageObservatio
 			missing = append(missing, n)
 		}
 	}
+	if obs.isDefault {
+		st.EngineVersionDetails = longhorn.EngineVersionDetails{Version: meta.Version, GitCommit: meta.GitCommit, BuildDate: meta.BuildDate,
+			CLIAPIVersion: engineapi.CurrentCLIAPIVersion, CLIAPIMinVersion: engineapi.MinCLIAPIVersion,
+			ControllerAPIVersion: engineapi.CurrentControllerAPIVersion, ControllerAPIMinVersion: engineapi.MinControllerAPIVersion,
+			DataFormatVersion: engineapi.CurrentDataFormatVersion, DataFormatMinVersion: engineapi.MinDataFormatVersion}
+	}
 	ts := now.UTC().Format(time.RFC3339)
 	st.State = longhorn.EngineImageStateDeployed
 	ready, reason, msg := longhorn.ConditionStatusTrue, "", ""
-	if len(missing) > 0 || len(obs.nodes) == 0 {
+	v := st.CLIAPIVersion
+	st.Incompatible = v < engineapi.MinCLIAPIVersion || v > engineapi.CurrentCLIAPIVersion
+	switch {
+	case st.Incompatible:
+		st.State = longhorn.EngineImageStateIncompatible
+		ready, reason, msg = longhorn.ConditionStatusFalse, longhorn.EngineImageConditionTypeReadyReasonBinary,
+			fmt.Sprintf("CLI API version %d of image %s is outside the range %d-%d this manager supports",
+				v, ei.Spec.Image, engineapi.MinCLIAPIVersion, engineapi.CurrentCLIAPIVersion)
+	case len(missing) > 0 || len(obs.nodes) == 0:
 		st.State = longhorn.EngineImageStateDeploying
 		ready, reason, msg = longhorn.ConditionStatusFalse, longhorn.EngineImageConditionTypeReadyReasonBinary,
 			"no running instance manager on nodes "+joinNames(missing)
@@ -177,11 +202,6 @@ func decideEngineImageStatus(ei *longhorn.EngineImage, obs engineImageObservatio
 	case st.NoRefSince == "":
 		st.NoRefSince = ts
 	}
-	st.Incompatible = false
-	st.EngineVersionDetails = longhorn.EngineVersionDetails{Version: meta.Version, GitCommit: meta.GitCommit, BuildDate: meta.BuildDate,
-		CLIAPIVersion: engineapi.CurrentCLIAPIVersion, CLIAPIMinVersion: engineapi.MinCLIAPIVersion,
-		ControllerAPIVersion: engineapi.CurrentControllerAPIVersion, ControllerAPIMinVersion: engineapi.MinControllerAPIVersion,
-		DataFormatVersion: engineapi.CurrentDataFormatVersion, DataFormatMinVersion: engineapi.MinDataFormatVersion}
 	return st
 }
 

@@ -1,6 +1,7 @@
 package controller
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -22,11 +23,11 @@ func TestDecideEngineImageStatus(t *testing.T) {
 		ready    longhorn.ConditionStatus
 		noRefSet bool
 	}{
-		{"all nodes run an instance manager", engineImageObservation{nodes: []string{"n1", "n2"}, deployed: map[string]bool{"n1": true, "n2": true}, refCount: 3},
+		{"all nodes run an instance manager", engineImageObservation{nodes: []string{"n1", "n2"}, deployed: map[string]bool{"n1": true, "n2": true}, refCount: 3, isDefault: true},
 			longhorn.EngineImageStateDeployed, longhorn.ConditionStatusTrue, false},
-		{"one node without", engineImageObservation{nodes: []string{"n1", "n2"}, deployed: map[string]bool{"n1": true}},
+		{"one node without", engineImageObservation{nodes: []string{"n1", "n2"}, deployed: map[string]bool{"n1": true}, isDefault: true},
 			longhorn.EngineImageStateDeploying, longhorn.ConditionStatusFalse, true},
-		{"no node up", engineImageObservation{deployed: map[string]bool{}}, longhorn.EngineImageStateDeploying, longhorn.ConditionStatusFalse, true},
+		{"no node up", engineImageObservation{deployed: map[string]bool{}, isDefault: true}, longhorn.EngineImageStateDeploying, longhorn.ConditionStatusFalse, true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -47,6 +48,40 @@ func TestDecideEngineImageStatus(t *testing.T) {
 				t.Errorf("second decision changed: %+v", again)
 			}
 		})
+	}
+}
+
+// An engine image other than the manager's own (an older one left by an
+// upgrade) keeps the version details its manager recorded, and is
+// incompatible when its CLI API version is outside the range this manager
+// speaks (older than MinCLIAPIVersion, newer than CurrentCLIAPIVersion, or
+// never recorded).
+func TestDecideOlderEngineImage(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	obs := engineImageObservation{nodes: []string{"n1", "n2"}, deployed: map[string]bool{"n1": true, "n2": true}, refCount: 1}
+	cases := []struct {
+		cli   int
+		state longhorn.EngineImageState
+	}{
+		{engineapi.CurrentCLIAPIVersion, longhorn.EngineImageStateDeployed},
+		{engineapi.MinCLIAPIVersion, longhorn.EngineImageStateDeployed},
+		{engineapi.MinCLIAPIVersion - 1, longhorn.EngineImageStateIncompatible},
+		{engineapi.CurrentCLIAPIVersion + 1, longhorn.EngineImageStateIncompatible},
+		{0, longhorn.EngineImageStateIncompatible},
+	}
+	for _, c := range cases {
+		ei := &longhorn.EngineImage{Spec: longhorn.EngineImageSpec{Image: "longhorn:old"}, Status: longhorn.EngineImageStatus{
+			EngineVersionDetails: longhorn.EngineVersionDetails{Version: "v1.0.0", CLIAPIVersion: c.cli}}}
+		st := decideEngineImageStatus(ei, obs, "n1", now)
+		cond := longhorn.GetCondition(st.Conditions, longhorn.EngineImageConditionTypeReady)
+		incompatible := c.state == longhorn.EngineImageStateIncompatible
+		if st.State != c.state || st.Incompatible != incompatible || (cond.Status == longhorn.ConditionStatusTrue) == incompatible ||
+			st.Version != "v1.0.0" || st.CLIAPIVersion != c.cli {
+			t.Errorf("CLI API %d: state %s incompatible %v condition %+v details %+v", c.cli, st.State, st.Incompatible, cond, st.EngineVersionDetails)
+		}
+		if incompatible && !strings.Contains(cond.Message, "outside the range") {
+			t.Errorf("CLI API %d: message %q", c.cli, cond.Message)
+		}
 	}
 }
 
