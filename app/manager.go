@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -177,7 +180,7 @@ func runManager(c *cli.Context) error {
 		engineMetrics := &engineapi.MetricsClient{}
 		defer engineMetrics.Close()
 		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)),
-			withMetrics(router, ds, cfg.opts.NodeName, engineMetrics))
+			withMetrics(router, ds, kube, cfg.opts, engineMetrics))
 		if err != nil {
 			return err
 		}
@@ -278,10 +281,21 @@ func retryConflict(ctx context.Context, fn func() error) error {
 // serveHTTP serves h on addr (the REST API port) until shut down.
 // withMetrics serves Prometheus metrics (GET /metrics) beside the API, as
 // Longhorn does on port 9500.
-func withMetrics(router http.Handler, ds *datastore.DataStore, node string, engines *engineapi.MetricsClient) http.Handler {
+// The instance managers' CPU and memory come from the host's proc file
+// system (/host/proc in the manager pod, else /proc), the manager's from its
+// own.
+func withMetrics(router http.Handler, ds *datastore.DataStore, kube kubernetes.Interface, opts controller.Options, engines *engineapi.MetricsClient) http.Handler {
+	hostProc := "/host/proc"
+	if _, err := os.Stat(filepath.Join(hostProc, "uptime")); err != nil {
+		hostProc = "/proc"
+	}
+	pod := func(ctx context.Context, name string) (*corev1.Pod, error) {
+		return kube.CoreV1().Pods(opts.Namespace).Get(ctx, name, metav1.GetOptions{})
+	}
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", metrics.Handler(metrics.Options{Source: metrics.DataStoreSource{DS: ds},
-		NodeName: node, Engine: engines.EngineMetrics}))
+		NodeName: opts.NodeName, Engine: engines.EngineMetrics, Procs: &metrics.UsageMeter{Root: hostProc}, Pod: pod,
+		Self: &metrics.UsageMeter{}, SelfPID: os.Getpid(), ManagerName: os.Getenv("POD_NAME")}))
 	mux.Handle("/", router)
 	return mux
 }

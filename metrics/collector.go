@@ -2,7 +2,9 @@
 // manager's API port, Service longhorn-backend port 9500) with Longhorn's
 // metric names and labels (longhorn.io docs, monitoring/metrics, 1.12):
 // volume capacity, actual size, state and robustness, the engine's I/O
-// throughput, IOPS and latency, node status and storage, and disk storage.
+// throughput, IOPS and latency, node status and storage, disk storage, and
+// the CPU and memory of the instance managers (with their pods' requests)
+// and of the manager itself, read from the proc file system.
 // Like Longhorn's collectors, each manager reports the volumes it owns
 // (status.ownerID) and its own node, so a scrape of every manager pod
 // covers the cluster once; longhorn_node_count_total counts every node.
@@ -19,6 +21,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/sirupsen/logrus"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -30,6 +33,7 @@ type Source interface {
 	ListVolumes(ctx context.Context) ([]*longhorn.Volume, error)
 	ListEngines(ctx context.Context, volume string) ([]*longhorn.Engine, error)
 	ListNodes(ctx context.Context) ([]*longhorn.Node, error)
+	ListInstanceManagers(ctx context.Context) ([]*longhorn.InstanceManager, error)
 }
 
 // EngineMetricsFunc returns the I/O metrics of the engine serving at
@@ -47,6 +51,18 @@ type Options struct {
 	Timeout time.Duration
 	// Log receives collection errors (default: logrus standard logger).
 	Log logrus.FieldLogger
+	// Procs measures this node's instance-manager processes (the host's
+	// proc file system, /host/proc in the manager pod); nil reports no
+	// instance-manager usage.
+	Procs *UsageMeter
+	// Pod returns a pod of Longhorn's namespace by name (the instance
+	// managers' requests); nil reports none.
+	Pod func(ctx context.Context, name string) (*corev1.Pod, error)
+	// Self measures this manager's process SelfPID (its own /proc);
+	// ManagerName (the pod's name) labels it. Nil reports no manager usage.
+	Self        *UsageMeter
+	SelfPID     int
+	ManagerName string
 }
 
 var (
@@ -116,6 +132,9 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descDiskCapacity, descDiskUsage, descDiskReservation} {
 		ch <- d
 	}
+	for _, d := range resourceDescs {
+		ch <- d
+	}
 }
 
 func (c *collector) Collect(ch chan<- prometheus.Metric) {
@@ -123,6 +142,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	defer cancel()
 	c.collectVolumes(ctx, ch)
 	c.collectNodes(ctx, ch)
+	c.collectInstanceManagers(ctx, ch)
+	c.collectManager(ch)
 }
 
 func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {

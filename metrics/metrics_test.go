@@ -29,6 +29,7 @@ type fakeSource struct {
 	vols    []*longhorn.Volume
 	engines map[string][]*longhorn.Engine
 	nodes   []*longhorn.Node
+	ims     []*longhorn.InstanceManager
 }
 
 func (f fakeSource) ListVolumes(context.Context) ([]*longhorn.Volume, error) { return f.vols, nil }
@@ -36,6 +37,9 @@ func (f fakeSource) ListEngines(_ context.Context, v string) ([]*longhorn.Engine
 	return f.engines[v], nil
 }
 func (f fakeSource) ListNodes(context.Context) ([]*longhorn.Node, error) { return f.nodes, nil }
+func (f fakeSource) ListInstanceManagers(context.Context) ([]*longhorn.InstanceManager, error) {
+	return f.ims, nil
+}
 
 // scrape GETs /metrics from h and parses it with Prometheus' text parser.
 func scrape(t *testing.T, h http.Handler) map[string]*dto.MetricFamily {

@@ -24,3 +24,8 @@ func (s DataStoreSource) ListEngines(ctx context.Context, volume string) ([]*lon
 func (s DataStoreSource) ListNodes(ctx context.Context) ([]*longhorn.Node, error) {
 	return s.DS.ListNodesRO(ctx, nil)
 }
+
+// ListInstanceManagers lists every instance manager.
+func (s DataStoreSource) ListInstanceManagers(ctx context.Context) ([]*longhorn.InstanceManager, error) {
+	return s.DS.ListInstanceManagersRO(ctx, nil)
+}
