@@ -13,7 +13,9 @@
 // tables.
 //
 // Trim drops those pages from this process's page tables with
-// madvise(MADV_DONTNEED) on the binary's read-only mappings (the page cache
+// madvise(MADV_DONTNEED) on the binary's read-only mappings (after
+// MADV_NOHUGEPAGE, so that a later fault maps small pages rather than a
+// whole 2 MiB folio of the page cache) (the page cache
 // keeps them; what the process needs again comes back with a minor fault),
 // and returns the heap freed since start to the kernel
 // (runtime/debug.FreeOSMemory). A mapping holding any anonymous page (a
@@ -181,6 +183,9 @@ func Trim() (int, error) {
 	var kb uint64
 	for _, m := range ms {
 		// By address: the mapping is not Go memory, so no unsafe.Pointer.
+		// MADV_NOHUGEPAGE first: the page cache may hold the binary in 2 MiB
+		// folios, and without it a fault maps a whole one (FilePmdMapped).
+		_, _, _ = unix.Syscall(unix.SYS_MADVISE, uintptr(m.Start), uintptr(m.End-m.Start), unix.MADV_NOHUGEPAGE)
 		if _, _, e := unix.Syscall(unix.SYS_MADVISE, uintptr(m.Start), uintptr(m.End-m.Start), unix.MADV_DONTNEED); e != 0 {
 			return int(kb), fmt.Errorf("memtrim: madvise %x-%x: %w", m.Start, m.End, e)
 		}
