@@ -80,8 +80,8 @@ func (c *cluster) waitRestored(t *testing.T, vol string, timeout time.Duration) 
 
 // testBackupRestore backs a 3-replica volume with known data up to a vfs
 // target, restores it into a new volume (spec.fromBackup) and reads the
-// bytes back; a standby volume follows a second backup and, activated,
-// holds the second backup's bytes.
+// bytes back; a standby volume follows a second and a third backup and,
+// activated, holds the third backup's bytes.
 func testBackupRestore(t *testing.T, c *cluster) {
 	target := "vfs://" + filepath.Join(c.dir, "backupstore")
 	out, err := c.kubectl(fmt.Sprintf(`apiVersion: longhorn.io/v1beta2
@@ -138,6 +138,13 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	start = time.Now()
 	c.waitEngineRestored(t, "bak-dr", "bak-backup-2")
 	t.Logf("MEASURE standby volume restored the next backup %v after it completed", time.Since(start).Round(time.Millisecond))
+	// and the one after: the standby volume follows three backups incrementally
+	qemuIO(t, ep, "write -P 0x55 40M 2M")
+	b3 := c.backupOf(t, src, "bak-snap-3", "bak-backup-3")
+	if n, _ := strconv.ParseInt(b3.Status.NewlyUploadedDataSize, 10, 64); n <= 0 || n > 2<<20+8192 {
+		t.Fatalf("third backup uploaded %d bytes; want at most the one changed 2 MiB block", n)
+	}
+	c.waitEngineRestored(t, "bak-dr", "bak-backup-3")
 	out, err = c.kubectl("", "-n", ns, "patch", "volumes.longhorn.io", "bak-dr", "--type", "merge", "-p", `{"spec":{"Standby":false,"frontend":"blockdev"}}`)
 	if err != nil {
 		t.Fatalf("activate: %v\n%s", err, out)
@@ -146,7 +153,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	c.attach("bak-dr", "n3")
 	c.waitState("bak-dr", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
 	dep := c.hostEndpoint("n3", c.engineOf("bak-dr").Status.Endpoint)
-	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x33 62M 2M")
+	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x55 40M 2M", "read -P 0x33 62M 2M")
 	t.Run("recurring jobs", func(t *testing.T) { testRecurringJobs(t, c, src) })
 	t.Run("recurring job on a detached volume", func(t *testing.T) { testDetachedRecurringJob(t, c, "bak-restored") })
 	t.Run("corrupted block", func(t *testing.T) { testCorruptedBlock(t, c, filepath.Join(c.dir, "backupstore"), b1.Status.URL, spec) })
