@@ -10,7 +10,8 @@ import { Table, type Column } from "../components/Table";
 import { useAction } from "../components/useAction";
 import { Field, Loading } from "../components/Widgets";
 
-export const TASKS = ["snapshot", "snapshot-force-create", "snapshot-cleanup", "snapshot-delete", "backup", "backup-force-create", "filesystem-trim"];
+// filesystem-trim and system-backup are left out: the webhook refuses them as not supported yet.
+export const TASKS = ["snapshot", "snapshot-force-create", "snapshot-cleanup", "snapshot-delete", "backup", "backup-force-create"];
 
 export function RecurringJobsPage() {
   const jobs = useCollection("recurringjobs");
