@@ -85,7 +85,9 @@ func uninstallVolume(t *testing.T, c *cluster) []string {
 	}
 	c.waitState(vol, longhorn.VolumeStateDetached, "", 60*time.Second)
 	c.attach(vol, "n1")
-	c.waitState(vol, longhorn.VolumeStateAttached, "", 120*time.Second)
+	// Healthy: both replicas running RW, so both have their data directory
+	// (attached alone can mean one replica still being placed or rebuilt).
+	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
 	c.attach(vol, "")
 	c.waitState(vol, longhorn.VolumeStateDetached, "", 60*time.Second)
 	var dirs []string
