@@ -187,30 +187,28 @@ func (d *s3Driver) Stat(ctx context.Context, p string) (FileInfo, error) {
 }
 
 func (d *s3Driver) Read(ctx context.Context, p string) (io.ReadCloser, error) {
-	obj, err := d.client.GetObject(ctx, d.bucket, d.key(p), minio.GetObjectOptions{})
+	// One GET whose error (a missing object) is Read's and whose body is
+	// streamed to the caller. Not minio.Object.Stat: that sends a HEAD and
+	// then a GET with If-Match on the HEAD's ETag, which fails with 412
+	// ("At least one of the pre-conditions you specified did not hold") when
+	// a lock file is rewritten in between.
+	body, _, _, err := minio.Core{Client: d.client}.GetObject(ctx, d.bucket, d.key(p), minio.GetObjectOptions{})
 	if err != nil {
 		return nil, d.mapErr(p, err)
 	}
-	// minio-go sends the GET on the first read or Stat (one request, not a
-	// HEAD before it): Stat here makes a missing object an error of Read,
-	// and the body is then streamed to the caller.
-	if _, err := obj.Stat(); err != nil {
-		obj.Close()
-		return nil, d.mapErr(p, err)
-	}
-	return s3Object{obj, d, p}, nil
+	return s3Object{body, d, p}, nil
 }
 
 // s3Object is an object's body whose read errors are mapped as the
 // driver's.
 type s3Object struct {
-	*minio.Object
+	io.ReadCloser
 	d *s3Driver
 	p string
 }
 
 func (o s3Object) Read(b []byte) (int, error) {
-	n, err := o.Object.Read(b)
+	n, err := o.ReadCloser.Read(b)
 	if err != nil && err != io.EOF {
 		err = o.d.mapErr(o.p, err)
 	}
