@@ -27,6 +27,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
@@ -141,7 +142,12 @@ func (c *Cluster) Setting(ctx context.Context, name string) (string, error) {
 // patch lhs` does (an update of .value, retried on conflict). The webhook
 // rejects invalid values; that error is returned as is.
 func (c *Cluster) SetSetting(ctx context.Context, name, value string) error {
-	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+	// Retried on conflicts, and while the API server cannot reach the
+	// admission webhook (InternalError: a manager pod restarting, or its
+	// connection cut by a test), for about 20 s.
+	backoff := wait.Backoff{Steps: 40, Duration: 500 * time.Millisecond, Factor: 1}
+	retriable := func(err error) bool { return apierrors.IsConflict(err) || apierrors.IsInternalError(err) }
+	err := retry.OnError(backoff, retriable, func() error {
 		s, err := c.LH.LonghornV1beta2().Settings(Namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return err
