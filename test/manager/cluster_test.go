@@ -36,6 +36,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/longhorn-go/longhorn/engine/frontend/blockdev"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
@@ -130,15 +131,43 @@ func newCluster(t *testing.T) *cluster {
 		c.startManager(n)
 	}
 	t.Cleanup(func() {
+		vols := c.volumeNames()
 		for _, n := range c.nodes {
 			c.stopManager(n)
 		}
 		cancel()
 		wg.Wait()
+		c.releaseBlockdevs(vols)
 		c.dumpLogsOnFailure()
 	})
 	c.waitInstanceManagersRunning()
 	return c
+}
+
+// volumeNames lists the cluster's volumes (none when the API cannot say).
+func (c *cluster) volumeNames() []string {
+	l, err := c.lh.LonghornV1beta2().Volumes(ns).List(context.Background(), metav1.ListOptions{})
+	if err != nil {
+		return nil
+	}
+	out := make([]string, 0, len(l.Items))
+	for _, v := range l.Items {
+		out = append(out, v.Name)
+	}
+	return out
+}
+
+// releaseBlockdevs removes the loop devices, FUSE mounts and device nodes
+// that engines with frontend blockdev left on the host: a volume still
+// attached when the cluster stops (a failed subtest never detaches it) has
+// its engine killed with its instance manager, so no exit hook cleans up.
+// blockdev.Cleanup only touches what the volume's owner record names.
+func (c *cluster) releaseBlockdevs(vols []string) {
+	for _, v := range vols {
+		if err := blockdev.Cleanup(blockdev.Config{}, v); err != nil {
+			c.t.Errorf("cleanup: blockdev of %s: %v", v, err)
+		}
+	}
 }
 
 func (c *cluster) must(err error) {
