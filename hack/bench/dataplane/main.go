@@ -30,6 +30,8 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/benchproc"
 )
 
 type options struct {
@@ -116,10 +118,10 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 	if err != nil {
 		return false, err
 	}
-	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, LonghornAlt: o.longhornAlt, Procs: &procs{dir: dir},
+	env := &Env{Dir: dir, Size: o.size, Longhorn: o.longhorn, LonghornAlt: o.longhornAlt, Procs: &benchproc.Procs{Dir: dir},
 		ReplicaFlags: strings.Fields(o.replicaFlags), ControllerFlags: strings.Fields(o.controllerFlags),
 		RevisionCounter: o.revisionCounter}
-	defer env.Procs.stopAll()
+	defer env.Procs.StopAll()
 	fr := &fioRunner{dir: dir, size: o.size, duration: o.duration, ramp: o.ramp, syscalls: o.syscalls}
 
 	fmt.Printf("bench-dataplane: %d rows x %d jobs, %v each (+%v ramp), range %d MiB, dir %s\n",

@@ -12,6 +12,8 @@ import (
 	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/benchproc"
 )
 
 // Target is one row of the benchmark: something fio can drive. Rows register
@@ -82,7 +84,7 @@ type Env struct {
 	LonghornAlt string
 	// Tag prefixes the names of the processes a row starts ("alt-").
 	Tag   string
-	Procs *procs
+	Procs *benchproc.Procs
 	// ReplicaFlags and ControllerFlags are appended to the engine commands
 	// (-replica-flags, -controller-flags), for experiments.
 	ReplicaFlags, ControllerFlags []string
@@ -176,42 +178,21 @@ func startNbdkit(ctx context.Context, env *Env) (*Endpoint, error) {
 		return nil, err
 	}
 	sock := filepath.Join(env.Dir, "nbdkit.sock")
-	p, err := env.Procs.start("nbdkit", bin, "-f", "--exit-with-parent", "--unix", sock, "file", img)
+	p, err := env.Procs.Start("nbdkit", nil, bin, "-f", "--exit-with-parent", "--unix", sock, "file", img)
 	if err != nil {
 		return nil, err
 	}
 	uri := "nbd+unix:///?socket=" + sock
-	if err := waitNBD(ctx, uri, 30*time.Second); err != nil {
-		p.stop()
+	if err := benchproc.WaitNBD(ctx, uri, 30*time.Second); err != nil {
+		p.Stop()
 		return nil, err
 	}
 	return &Endpoint{
 		FioArgs:   []string{"--ioengine=nbd", "--uri=" + uri},
-		Processes: []Process{{"nbdkit", p.cmd.Process.Pid}},
+		Processes: []Process{{"nbdkit", p.Pid()}},
 		Data:      []string{img},
-		Stop:      func() { p.stop(); _ = os.Remove(img) },
+		Stop:      func() { p.Stop(); _ = os.Remove(img) },
 	}, nil
-}
-
-// waitNBD polls an NBD URI with nbdinfo until the server answers.
-func waitNBD(ctx context.Context, uri string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last []byte
-	for time.Now().Before(deadline) {
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		out, err := exec.CommandContext(c, "nbdinfo", "--size", uri).CombinedOutput()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = out
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
-	return fmt.Errorf("NBD server %s not ready after %v: %s", uri, timeout, last)
 }
 
 // freePortRange returns the first of n consecutive TCP ports on 127.0.0.1

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/longhorn-go/longhorn/engine/frontend/iscsi"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/benchproc"
 )
 
 // iSCSI rows (issue 4), driven by a fio built with the libiscsi engine
@@ -88,7 +90,7 @@ func startTgtd(ctx context.Context, env *Env) (*Endpoint, error) {
 		return nil, err
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
-	p, err := env.Procs.start("tgtd", bin, "-f", "-C", ctl, "--iscsi", "portal="+addr)
+	p, err := env.Procs.Start("tgtd", nil, bin, "-f", "-C", ctl, "--iscsi", "portal="+addr)
 	if err != nil {
 		return nil, err
 	}
@@ -97,7 +99,7 @@ func startTgtd(ctx context.Context, env *Env) (*Endpoint, error) {
 		adm := func(args ...string) { _ = exec.Command(adm, append([]string{"-C", ctl}, args...)...).Run() }
 		adm("--lld", "iscsi", "--op", "delete", "--mode", "target", "--tid", "1", "--force")
 		adm("--op", "delete", "--mode", "system")
-		p.stop()
+		p.Stop()
 		_ = os.Remove(img)
 	}
 	steps := [][]string{
@@ -122,7 +124,7 @@ func startTgtd(ctx context.Context, env *Env) (*Endpoint, error) {
 		stop()
 		return nil, err
 	}
-	ep.Pids, ep.Stop, ep.Data = []int{p.cmd.Process.Pid}, stop, []string{img}
+	ep.Pids, ep.Stop, ep.Data = []int{p.Pid()}, stop, []string{img}
 	return ep, nil
 }
 
@@ -200,10 +202,10 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		if err := engineAvailable(ctx, env.Longhorn); err != nil {
 			return nil, err
 		}
-		var started []*proc
+		var started []*benchproc.Proc
 		stop := func() {
 			for i := len(started) - 1; i >= 0; i-- {
-				started[i].stop()
+				started[i].Stop()
 			}
 		}
 		ep, err := startISCSIEngine(ctx, env, n, &started)
@@ -212,7 +214,7 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			return nil, err
 		}
 		for _, p := range started {
-			ep.Processes = append(ep.Processes, Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("%siscsi%d-", env.Tag, n)), Pid: p.cmd.Process.Pid})
+			ep.Processes = append(ep.Processes, Process{Name: strings.TrimPrefix(p.Name, fmt.Sprintf("%siscsi%d-", env.Tag, n)), Pid: p.Pid()})
 		}
 		for i := range n {
 			ep.Data = append(ep.Data, filepath.Join(env.Dir, fmt.Sprintf("%siscsi%d-replica%d", env.Tag, n, i)))
@@ -224,7 +226,7 @@ func engineISCSIStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 
 // startISCSIEngine starts the replicas and the controller, appending every
 // process to started (the caller stops them on error).
-func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*Endpoint, error) {
+func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*benchproc.Proc) (*Endpoint, error) {
 	size := strconv.FormatInt(env.Size, 10)
 	ctlArgs := []string{"engine", "controller", "vol", "--size", size, "--frontend", "iscsi"}
 	for i := range n {
@@ -239,13 +241,13 @@ func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*
 		}
 		addr := "127.0.0.1:" + strconv.Itoa(port)
 		args := append([]string{"engine", "replica", dir, "--size", size, "--listen", addr}, env.engineFlags(env.ReplicaFlags)...)
-		p, err := env.Procs.start(name, env.Longhorn, args...)
+		p, err := env.Procs.Start(name, nil, env.Longhorn, args...)
 		if err != nil {
 			return nil, err
 		}
 		*started = append(*started, p)
 		if err := waitTCP(ctx, "127.0.0.1:"+strconv.Itoa(port+1), 30*time.Second); err != nil {
-			return nil, fmt.Errorf("replica %d: %w (see %s.log)", i, err, p.name)
+			return nil, fmt.Errorf("replica %d: %w (see %s.log)", i, err, p.Name)
 		}
 		ctlArgs = append(ctlArgs, "--replica", "tcp://"+addr)
 	}
@@ -256,13 +258,13 @@ func startISCSIEngine(ctx context.Context, env *Env, n int, started *[]*proc) (*
 	portal := "127.0.0.1:" + strconv.Itoa(ports)
 	ctlArgs = append(ctlArgs, "--iscsi-listen", portal, "--listen", "127.0.0.1:"+strconv.Itoa(ports+1))
 	ctlArgs = append(ctlArgs, env.engineFlags(env.ControllerFlags)...)
-	ctl, err := env.Procs.start(fmt.Sprintf("%siscsi%d-controller", env.Tag, n), env.Longhorn, ctlArgs...)
+	ctl, err := env.Procs.Start(fmt.Sprintf("%siscsi%d-controller", env.Tag, n), nil, env.Longhorn, ctlArgs...)
 	if err != nil {
 		return nil, err
 	}
 	*started = append(*started, ctl)
 	if err := waitTCP(ctx, portal, 60*time.Second); err != nil {
-		return nil, fmt.Errorf("controller: %w (see %s.log)", err, ctl.name)
+		return nil, fmt.Errorf("controller: %w (see %s.log)", err, ctl.Name)
 	}
 	return iscsiEndpoint(portal, iscsi.IQN("vol"))
 }

@@ -13,6 +13,8 @@ import (
 
 	"github.com/longhorn-go/longhorn/engine/frontend"
 	"github.com/longhorn-go/longhorn/engine/frontend/nbd"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/benchproc"
 )
 
 // Rows for this project's data path:
@@ -148,11 +150,11 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			return nil, err
 		}
 		size := strconv.FormatInt(env.Size, 10)
-		var started []*proc
+		var started []*benchproc.Proc
 		var dirs []string
 		stop := func() {
 			for i := len(started) - 1; i >= 0; i-- {
-				started[i].stop()
+				started[i].Stop()
 			}
 		}
 		ctlArgs := []string{"engine", "controller", "vol", "--size", size, "--frontend", "nbd"}
@@ -168,7 +170,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			}
 			addr := "127.0.0.1:" + strconv.Itoa(port)
 			args := append([]string{"engine", "replica", dir, "--size", size, "--listen", addr}, env.engineFlags(env.ReplicaFlags)...)
-			p, err := env.Procs.start(fmt.Sprintf("%sengine%d-replica%d", env.Tag, n, i), env.Longhorn, args...)
+			p, err := env.Procs.Start(fmt.Sprintf("%sengine%d-replica%d", env.Tag, n, i), nil, env.Longhorn, args...)
 			if err != nil {
 				stop()
 				return nil, err
@@ -176,7 +178,7 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 			started = append(started, p)
 			if err := waitTCP(ctx, "127.0.0.1:"+strconv.Itoa(port+1), 30*time.Second); err != nil {
 				stop()
-				return nil, fmt.Errorf("replica %d: %w (see %s.log)", i, err, p.name)
+				return nil, fmt.Errorf("replica %d: %w (see %s.log)", i, err, p.Name)
 			}
 			ctlArgs = append(ctlArgs, "--replica", "tcp://"+addr)
 		}
@@ -188,20 +190,20 @@ func engineStarter(n int) func(context.Context, *Env) (*Endpoint, error) {
 		sock := filepath.Join(env.Dir, fmt.Sprintf("engine%d.sock", n))
 		ctlArgs = append(ctlArgs, "--nbd-listen", "unix:"+sock, "--listen", "127.0.0.1:"+strconv.Itoa(ctlPort))
 		ctlArgs = append(ctlArgs, env.engineFlags(env.ControllerFlags)...)
-		ctl, err := env.Procs.start(fmt.Sprintf("%sengine%d-controller", env.Tag, n), env.Longhorn, ctlArgs...)
+		ctl, err := env.Procs.Start(fmt.Sprintf("%sengine%d-controller", env.Tag, n), nil, env.Longhorn, ctlArgs...)
 		if err != nil {
 			stop()
 			return nil, err
 		}
 		started = append(started, ctl)
 		uri := "nbd+unix:///vol?socket=" + sock
-		if err := waitNBD(ctx, uri, 60*time.Second); err != nil {
+		if err := benchproc.WaitNBD(ctx, uri, 60*time.Second); err != nil {
 			stop()
-			return nil, fmt.Errorf("controller: %w (see %s.log)", err, ctl.name)
+			return nil, fmt.Errorf("controller: %w (see %s.log)", err, ctl.Name)
 		}
 		ps := make([]Process, len(started))
 		for i, p := range started {
-			ps[i] = Process{Name: strings.TrimPrefix(p.name, fmt.Sprintf("%sengine%d-", env.Tag, n)), Pid: p.cmd.Process.Pid}
+			ps[i] = Process{Name: strings.TrimPrefix(p.Name, fmt.Sprintf("%sengine%d-", env.Tag, n)), Pid: p.Pid()}
 		}
 		return &Endpoint{FioArgs: []string{"--ioengine=nbd", "--uri=" + uri}, Processes: ps, Stop: stop, Data: dirs}, nil
 	}

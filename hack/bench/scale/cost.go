@@ -97,7 +97,7 @@ func costMeasure(ctx context.Context, e *env, o costOptions, vs []*volume, r *Co
 	}
 	var pids []int
 	for _, v := range vs {
-		pids = append(pids, v.replicas[0].pid(), v.engine.pid())
+		pids = append(pids, v.replicas[0].Pid(), v.engine.Pid())
 	}
 	done := cpuWindow(pids)
 	if err := sleep(ctx, o.idle); err != nil {
@@ -107,12 +107,12 @@ func costMeasure(ctx context.Context, e *env, o costOptions, vs []*volume, r *Co
 	r.LoadAvgIdle = loadAvg()
 	var reps, engs []Sample
 	for _, v := range vs {
-		rs, err1 := sampleProc(ctx, v.replicas[0].pid(), v.replicas[0].pprof)
-		es, err2 := sampleProc(ctx, v.engine.pid(), v.pprof)
+		rs, err1 := sampleProc(ctx, v.replicas[0].Pid(), v.replicas[0].pprof)
+		es, err2 := sampleProc(ctx, v.engine.Pid(), v.pprof)
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("sample %s: %v %v", v.name, err1, err2)
 		}
-		rs.CPUPct, es.CPUPct = cpu[v.replicas[0].pid()], cpu[v.engine.pid()]
+		rs.CPUPct, es.CPUPct = cpu[v.replicas[0].Pid()], cpu[v.engine.Pid()]
 		reps, engs = append(reps, rs), append(engs, es)
 	}
 	r.IdleReplica, r.IdleEngine = aggregate(reps), aggregate(engs)
@@ -133,7 +133,7 @@ func costLoad(ctx context.Context, e *env, o costOptions, v *volume, r *CostRun)
 		f, err := runFio(ctx, e.dir, fmt.Sprintf("cost-%s", v.name), false, o.run+ramp+time.Minute, args...)
 		ch <- res{f, err}
 	}()
-	pids := []int{v.replicas[0].pid(), v.engine.pid()}
+	pids := []int{v.replicas[0].Pid(), v.engine.Pid()}
 	if err := sleep(ctx, ramp); err != nil {
 		return err
 	}

@@ -26,6 +26,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/benchproc"
 )
 
 type options struct {
@@ -99,8 +101,8 @@ func run(ctx context.Context, o options) error {
 		defer os.RemoveAll(dir)
 	}
 	defer waitRemoved()
-	e := &env{dir: dir, longhorn: o.longhorn, procs: &procs{dir: dir}, ports: &ports{}}
-	defer e.procs.stopAll()
+	e := &env{dir: dir, longhorn: o.longhorn, procs: &benchproc.Procs{Dir: dir}, ports: &ports{}}
+	defer e.procs.StopAll()
 	rep := Report{Time: time.Now().UTC(), Uptime: loadAvg()}
 	start := time.Now()
 	fmt.Printf("bench-scale: parts %s, dir %s, load average %s\n", o.parts, dir, rep.Uptime)

@@ -5,88 +5,10 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net"
-	"os"
-	"os/exec"
-	"path/filepath"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 )
-
-// procs tracks the processes the harness started, so every one is stopped
-// on exit, on error and on Ctrl-C.
-type procs struct {
-	dir string
-	mu  sync.Mutex
-	all []*proc
-}
-
-// proc is one started process in its own session, output in dir/<name>.log.
-type proc struct {
-	name string
-	cmd  *exec.Cmd
-	done chan struct{}
-	once sync.Once
-}
-
-// pid is the process ID.
-func (p *proc) pid() int { return p.cmd.Process.Pid }
-
-// start runs bin with args and extra environment in a new session.
-func (ps *procs) start(name string, env []string, bin string, args ...string) (*proc, error) {
-	log, err := os.Create(filepath.Join(ps.dir, name+".log"))
-	if err != nil {
-		return nil, err
-	}
-	cmd := exec.Command(bin, args...)
-	cmd.Env = append(os.Environ(), env...)
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true, Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		_ = log.Close()
-		return nil, fmt.Errorf("start %s: %w", name, err)
-	}
-	p := &proc{name: name, cmd: cmd, done: make(chan struct{})}
-	go func() { _ = cmd.Wait(); _ = log.Close(); close(p.done) }()
-	ps.mu.Lock()
-	ps.all = append(ps.all, p)
-	ps.mu.Unlock()
-	return p, nil
-}
-
-// stop sends SIGTERM to the process group, then SIGKILL after 10 s.
-func (p *proc) stop() {
-	p.once.Do(func() {
-		pgid := p.cmd.Process.Pid
-		_ = syscall.Kill(-pgid, syscall.SIGTERM)
-		select {
-		case <-p.done:
-		case <-time.After(10 * time.Second):
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			<-p.done
-		}
-	})
-}
-
-// stopAll stops every process still running, all at once.
-func (ps *procs) stopAll() {
-	ps.mu.Lock()
-	all := append([]*proc(nil), ps.all...)
-	ps.all = nil
-	ps.mu.Unlock()
-	stopEach(all)
-}
-
-// stopEach stops ps concurrently (50 volumes stop in seconds, not minutes).
-func stopEach(ps []*proc) {
-	var wg sync.WaitGroup
-	for _, p := range ps {
-		wg.Add(1)
-		go func() { defer wg.Done(); p.stop() }()
-	}
-	wg.Wait()
-}
 
 // ports hands out loopback TCP ports that are free now and were not handed
 // out before in this run (the processes bind them later). They come from
@@ -162,25 +84,6 @@ func waitTCP(ctx context.Context, addr string, timeout time.Duration) error {
 		}
 	}
 	return fmt.Errorf("%s not listening after %v", addr, timeout)
-}
-
-// waitNBD waits until the NBD server at uri answers (nbdinfo).
-func waitNBD(ctx context.Context, uri string, timeout time.Duration) error {
-	deadline := time.Now().Add(timeout)
-	var last []byte
-	for time.Now().Before(deadline) {
-		c, cancel := context.WithTimeout(ctx, 5*time.Second)
-		out, err := exec.CommandContext(c, "nbdinfo", "--size", uri).CombinedOutput()
-		cancel()
-		if err == nil {
-			return nil
-		}
-		last = out
-		if err := sleep(ctx, 200*time.Millisecond); err != nil {
-			return err
-		}
-	}
-	return fmt.Errorf("NBD server %s not ready after %v: %s", uri, timeout, last)
 }
 
 // sleep waits d or until ctx is done.

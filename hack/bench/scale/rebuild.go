@@ -125,7 +125,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 		return err
 	}
 	removeLater(old.dir)
-	fresh, err := e.startReplica(ctx, old.name+"-full", old.dir+"-full", 2*r.DataBytes, nil)
+	fresh, err := e.startReplica(ctx, old.Name+"-full", old.dir+"-full", 2*r.DataBytes, nil)
 	if err != nil {
 		return err
 	}
@@ -142,7 +142,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if _, err := runFio(ctx, e.dir, "change", false, 10*time.Minute, change...); err != nil {
 		return err
 	}
-	back, err := e.startReplica(ctx, old.name+"-delta", fresh.dir, 2*r.DataBytes, nil)
+	back, err := e.startReplica(ctx, old.Name+"-delta", fresh.dir, 2*r.DataBytes, nil)
 	if err != nil {
 		return err
 	}
@@ -161,7 +161,7 @@ func (e *env) dropReplica(ctx context.Context, v *volume, rep *replica) error {
 	if err := e.ctl(ctx, v, "rm-replica", rep.addr); err != nil {
 		return err
 	}
-	rep.stop()
+	rep.Stop()
 	for i, x := range v.replicas {
 		if x == rep {
 			v.replicas = append(v.replicas[:i], v.replicas[i+1:]...)
@@ -179,7 +179,7 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 		return 0, FioResult{}, err
 	}
 	v.replicas = append(v.replicas, rep)
-	name := "client-" + rep.name
+	name := "client-" + rep.Name
 	out := filepath.Join(e.dir, "fio-"+name+".json")
 	args := append([]string{"--name=" + name, "--numjobs=1", "--percentile_list=50:99", "--output-format=json", "--output=" + out},
 		append(client, timed(30*time.Minute, time.Second)...)...)

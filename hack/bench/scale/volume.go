@@ -8,6 +8,8 @@ import (
 	"strconv"
 	"sync"
 	"time"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/benchproc"
 )
 
 // replicaPorts is how many consecutive ports a replica takes (control,
@@ -18,13 +20,13 @@ const replicaPorts = 10
 type env struct {
 	dir      string
 	longhorn string
-	procs    *procs
+	procs    *benchproc.Procs
 	ports    *ports
 }
 
 // replica is one `longhorn engine replica` process.
 type replica struct {
-	*proc
+	*benchproc.Proc
 	dir   string
 	addr  string // tcp://127.0.0.1:P, as the engine names it
 	pprof string // HOST:PORT of its --pprof-listen
@@ -37,7 +39,7 @@ type volume struct {
 	name     string
 	size     int64
 	replicas []*replica
-	engine   *proc
+	engine   *benchproc.Proc
 	ctlAddr  string // the engine's gRPC HOST:PORT (for `engine ctl --url`)
 	pprof    string // the engine's --pprof-listen
 	uri      string // NBD URI for fio and nbdinfo
@@ -55,7 +57,7 @@ func (e *env) startReplica(ctx context.Context, name, dir string, size int64, ex
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	r := &replica{dir: dir, addr: "tcp://" + addr, pprof: "127.0.0.1:" + strconv.Itoa(port+replicaPorts)}
-	r.proc, err = e.procs.start(name, extra, e.longhorn, "engine", "replica", dir, "--size", strconv.FormatInt(size, 10),
+	r.Proc, err = e.procs.Start(name, extra, e.longhorn, "engine", "replica", dir, "--size", strconv.FormatInt(size, 10),
 		"--listen", addr, "--pprof-listen", r.pprof)
 	if err != nil {
 		return nil, err
@@ -67,7 +69,7 @@ func (e *env) startReplica(ctx context.Context, name, dir string, size int64, ex
 func waitReplica(ctx context.Context, r *replica) error {
 	_, p, _ := cutPort(r.addr)
 	if err := waitTCP(ctx, "127.0.0.1:"+strconv.Itoa(p+1), 60*time.Second); err != nil {
-		return fmt.Errorf("replica %s: %w (see %s.log)", r.name, err, r.name)
+		return fmt.Errorf("replica %s: %w (see %s.log)", r.Name, err, r.Name)
 	}
 	return nil
 }
@@ -97,7 +99,7 @@ func (e *env) startEngine(v *volume, extra []string) error {
 	for _, r := range v.replicas {
 		args = append(args, "--replica", r.addr)
 	}
-	v.engine, err = e.procs.start(v.name+"-engine", extra, e.longhorn, args...)
+	v.engine, err = e.procs.Start(v.name+"-engine", extra, e.longhorn, args...)
 	return err
 }
 
@@ -129,7 +131,7 @@ func (e *env) startVolumes(ctx context.Context, prefix string, n, k int, size in
 		}
 	}
 	for _, v := range vs {
-		if err := waitNBD(ctx, v.uri, 90*time.Second); err != nil {
+		if err := benchproc.WaitNBD(ctx, v.uri, 90*time.Second); err != nil {
 			return vs, fmt.Errorf("engine %s: %w (see %s-engine.log)", v.name, err, v.name)
 		}
 	}
@@ -138,7 +140,7 @@ func (e *env) startVolumes(ctx context.Context, prefix string, n, k int, size in
 
 // stopVolumes stops every process of vs and removes the replica data.
 func stopVolumes(vs []*volume) {
-	var ps []*proc
+	var ps []*benchproc.Proc
 	for _, v := range vs {
 		if v == nil {
 			continue
@@ -147,17 +149,17 @@ func stopVolumes(vs []*volume) {
 			ps = append(ps, v.engine)
 		}
 	}
-	stopEach(ps)
+	benchproc.StopEach(ps)
 	ps = ps[:0]
 	for _, v := range vs {
 		if v == nil {
 			continue
 		}
 		for _, r := range v.replicas {
-			ps = append(ps, r.proc)
+			ps = append(ps, r.Proc)
 		}
 	}
-	stopEach(ps)
+	benchproc.StopEach(ps)
 	for _, v := range vs {
 		if v == nil {
 			continue
