@@ -5,7 +5,6 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/container-storage-interface/spec/lib/go/csi"
@@ -46,14 +45,7 @@ type BackupVolumeRef struct {
 func BackupID(volume, backup string) string { return bakIDPrefix + volume + "/" + backup }
 
 // ParseBackupID splits a bak:// id; ok is false for anything else.
-func ParseBackupID(id string) (volume, backup string, ok bool) {
-	rest, found := strings.CutPrefix(id, bakIDPrefix)
-	if !found {
-		return "", "", false
-	}
-	volume, backup, found = strings.Cut(rest, "/")
-	return volume, backup, found && volume != "" && backup != "" && !strings.Contains(backup, "/")
-}
+func ParseBackupID(id string) (volume, backup string, ok bool) { return splitID(bakIDPrefix, id) }
 
 // ListBackups returns every backup (GET /v1/backups).
 func (c *Client) ListBackups(ctx context.Context) ([]BackupRef, error) {

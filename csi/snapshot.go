@@ -82,16 +82,21 @@ func snapshotType(params map[string]string) (string, error) {
 func SnapshotID(volume, snapshot string) string { return snapIDPrefix + volume + "/" + snapshot }
 
 // ParseSnapshotID splits a snap:// id; ok is false for anything else.
-func ParseSnapshotID(id string) (volume, snapshot string, ok bool) {
-	rest, found := strings.CutPrefix(id, snapIDPrefix)
+func ParseSnapshotID(id string) (volume, snapshot string, ok bool) { return splitID(snapIDPrefix, id) }
+
+// splitID splits an id <prefix><volume>/<name> (snap://, bak://); ok is
+// false, and both parts empty, unless each part is non-empty and name has
+// no further "/".
+func splitID(prefix, id string) (volume, name string, ok bool) {
+	rest, found := strings.CutPrefix(id, prefix)
 	if !found {
 		return "", "", false
 	}
-	volume, snapshot, found = strings.Cut(rest, "/")
-	if !found || volume == "" || snapshot == "" || strings.Contains(snapshot, "/") {
+	volume, name, found = strings.Cut(rest, "/")
+	if !found || volume == "" || name == "" || strings.Contains(name, "/") {
 		return "", "", false
 	}
-	return volume, snapshot, true
+	return volume, name, true
 }
 
 // snapshotName is the Longhorn snapshot name of a CSI snapshot name: the
