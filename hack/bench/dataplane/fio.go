@@ -2,13 +2,14 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/fiojson"
 )
 
 // Job is one kbench-style fio workload, run against every target.
@@ -49,52 +50,14 @@ type Result struct {
 	Costs map[string]ProcCost `json:"costs,omitempty"`
 }
 
-// fioOutput is the part of `fio --output-format=json` the harness reads.
-type fioOutput struct {
-	Jobs []struct {
-		Error int     `json:"error"`
-		Read  fioDir  `json:"read"`
-		Write fioDir  `json:"write"`
-		Job   string  `json:"jobname"`
-		Elaps float64 `json:"elapsed"`
-	} `json:"jobs"`
-}
-
-type fioDir struct {
-	IOPS    float64 `json:"iops"`
-	BWBytes float64 `json:"bw_bytes"`
-	Clat    struct {
-		Percentile map[string]float64 `json:"percentile"`
-	} `json:"clat_ns"`
-}
-
 // parseFio extracts the result of a single-job fio JSON report; read selects
 // the direction.
 func parseFio(data []byte, read bool) (Result, error) {
-	var out fioOutput
-	if err := json.Unmarshal(data, &out); err != nil {
-		return Result{}, fmt.Errorf("fio json: %w", err)
+	d, err := fiojson.Parse(data, read)
+	if err != nil {
+		return Result{}, err
 	}
-	if len(out.Jobs) != 1 {
-		return Result{}, fmt.Errorf("fio json: %d jobs, want 1", len(out.Jobs))
-	}
-	j := out.Jobs[0]
-	if j.Error != 0 {
-		return Result{}, fmt.Errorf("fio job error %d", j.Error)
-	}
-	d := j.Write
-	if read {
-		d = j.Read
-	}
-	if d.IOPS == 0 {
-		return Result{}, fmt.Errorf("fio job did no I/O")
-	}
-	return Result{
-		IOPS:  d.IOPS,
-		BW:    d.BWBytes,
-		P50us: d.Clat.Percentile["50.000000"] / 1000,
-		P99us: d.Clat.Percentile["99.000000"] / 1000,
-	}, nil
+	return Result{IOPS: d.IOPS, BW: d.BWBytes, P50us: d.P50us(), P99us: d.P99us()}, nil
 }
 
 // fioRunner runs fio jobs; outputs and logs go to dir.

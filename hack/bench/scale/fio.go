@@ -1,15 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"time"
+
+	"github.com/longhorn-go/longhorn/hack/bench/internal/fiojson"
 )
 
 // FioResult is what one fio job measured (the write or read side).
@@ -20,48 +20,13 @@ type FioResult struct {
 	P99us float64 `json:"p99_us"`
 }
 
-// fioDir is one direction of a job in `fio --output-format=json`.
-type fioDir struct {
-	IOPS    float64 `json:"iops"`
-	BWBytes float64 `json:"bw_bytes"`
-	IOBytes float64 `json:"io_bytes"`
-	Clat    struct {
-		Percentile map[string]float64 `json:"percentile"`
-	} `json:"clat_ns"`
-}
-
 // parseFio reads a single-job fio JSON report; read selects the direction.
 func parseFio(data []byte, read bool) (FioResult, error) {
-	var out struct {
-		Jobs []struct {
-			Error int    `json:"error"`
-			Read  fioDir `json:"read"`
-			Write fioDir `json:"write"`
-		} `json:"jobs"`
+	d, err := fiojson.Parse(data, read)
+	if err != nil {
+		return FioResult{}, err
 	}
-	// An interrupted fio writes "fio: terminating on signal 2" first.
-	if i := bytes.IndexByte(data, '{'); i > 0 {
-		data = data[i:]
-	}
-	if err := json.Unmarshal(data, &out); err != nil {
-		return FioResult{}, fmt.Errorf("fio json: %w", err)
-	}
-	if len(out.Jobs) != 1 {
-		return FioResult{}, fmt.Errorf("fio json: %d jobs, want 1", len(out.Jobs))
-	}
-	j := out.Jobs[0]
-	if j.Error != 0 {
-		return FioResult{}, fmt.Errorf("fio job error %d", j.Error)
-	}
-	d := j.Write
-	if read {
-		d = j.Read
-	}
-	if d.IOBytes == 0 {
-		return FioResult{}, fmt.Errorf("fio job did no I/O")
-	}
-	return FioResult{IOPS: d.IOPS, MiBps: d.BWBytes / (1 << 20),
-		P50us: d.Clat.Percentile["50.000000"] / 1000, P99us: d.Clat.Percentile["99.000000"] / 1000}, nil
+	return FioResult{IOPS: d.IOPS, MiBps: d.BWBytes / (1 << 20), P50us: d.P50us(), P99us: d.P99us()}, nil
 }
 
 // runFio runs fio with args (job options; output options are added) and
