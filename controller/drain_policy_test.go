@@ -233,3 +233,31 @@ func TestDrainBlockForEvictionOnCordon(t *testing.T) {
 		t.Error("no EvictionCanceled event")
 	}
 }
+
+// The instance-manager controller follows replica changes that move a PDB
+// decision and ignores the rest.
+func TestOnReplicaPDBChange(t *testing.T) {
+	base := testReplica("r", longhorn.InstanceStateRunning)
+	base.Spec.NodeID, base.Spec.HealthyAt = "n1", "2026-01-01T00:00:00Z"
+	for name, tc := range map[string]struct {
+		edit func(r *longhorn.Replica)
+		want bool
+	}{
+		"node":       {func(r *longhorn.Replica) { r.Spec.NodeID = "n2" }, true},
+		"failed":     {func(r *longhorn.Replica) { r.Spec.FailedAt = "2026-01-01T00:00:01Z" }, true},
+		"healthy":    {func(r *longhorn.Replica) { r.Spec.HealthyAt = "" }, true},
+		"evicting":   {func(r *longhorn.Replica) { r.Spec.EvictionRequested = true }, true},
+		"stopped":    {func(r *longhorn.Replica) { r.Status.CurrentState = longhorn.InstanceStateStopped }, true},
+		"deleting":   {func(r *longhorn.Replica) { now := metav1.Now(); r.DeletionTimestamp = &now }, true},
+		"port only":  {func(r *longhorn.Replica) { r.Status.Port = 10001 }, false},
+		"label only": {func(r *longhorn.Replica) { r.Labels = map[string]string{"x": "y"} }, false},
+	} {
+		n := base.DeepCopy()
+		tc.edit(n)
+		got := false
+		onReplicaPDBChange(func(any) { got = true }).UpdateFunc(base, n)
+		if got != tc.want {
+			t.Errorf("%s: enqueued %v, want %v", name, got, tc.want)
+		}
+	}
+}

@@ -37,8 +37,6 @@ func onChange(fn func(obj any)) cache.ResourceEventHandlerFuncs {
 	}
 }
 
-// addHandler registers handlers on an informer; the error only happens once
-// the informer has stopped, which is a wiring bug.
 // onCordon calls fn with a Kubernetes node that is added, deleted, or
 // cordoned or uncordoned (spec.unschedulable changes); other node updates
 // (heartbeats) are ignored.
@@ -54,6 +52,29 @@ func onCordon(fn func(obj any)) cache.ResourceEventHandlerFuncs {
 	return h
 }
 
+// onReplicaPDBChange calls fn with a replica that is added or deleted, or
+// whose node, failure, health, running state, eviction request or deletion
+// changes: what the instance-manager PodDisruptionBudgets depend on
+// (imNeedsPDB). Other updates are ignored, so that every other replica
+// write does not make every instance manager reconcile (and list its
+// instances over gRPC).
+func onReplicaPDBChange(fn func(obj any)) cache.ResourceEventHandlerFuncs {
+	h := onChange(fn)
+	h.UpdateFunc = func(oldObj, newObj any) {
+		o, ok1 := oldObj.(*longhorn.Replica)
+		n, ok2 := newObj.(*longhorn.Replica)
+		if !ok1 || !ok2 || o.Spec.NodeID != n.Spec.NodeID || o.Spec.FailedAt != n.Spec.FailedAt ||
+			o.Spec.HealthyAt != n.Spec.HealthyAt || o.Spec.EvictionRequested != n.Spec.EvictionRequested ||
+			o.Status.CurrentState != n.Status.CurrentState ||
+			(o.DeletionTimestamp == nil) != (n.DeletionTimestamp == nil) {
+			fn(newObj)
+		}
+	}
+	return h
+}
+
+// addHandler registers handlers on an informer; the error only happens once
+// the informer has stopped, which is a wiring bug.
 func addHandler(inf cache.SharedIndexInformer, h cache.ResourceEventHandler) error {
 	_, err := inf.AddEventHandler(h)
 	return err

@@ -64,9 +64,9 @@ func newInstanceManagerController(e *env) (runner, error) {
 	})); err != nil {
 		return nil, err
 	}
-	// Replicas coming, going, failing or stopping change the PDBs
+	// Replicas coming, going, failing or getting healthy change the PDBs
 	// (reconcilePDB) of every node: a replica elsewhere can make one the last.
-	if err := addHandler(e.ds.ReplicaInformer(), onChange(func(any) { c.enqueueAll() })); err != nil {
+	if err := addHandler(e.ds.ReplicaInformer(), onReplicaPDBChange(func(any) { c.enqueueAll() })); err != nil {
 		return nil, err
 	}
 	return c, nil
