@@ -250,3 +250,21 @@ func waitFor(t *testing.T, cond func() bool) {
 		time.Sleep(10 * time.Millisecond)
 	}
 }
+
+// A Snapshot object is owned by its volume (garbage-collected with it), as
+// Longhorn's Snapshot CRs are; one that names no known volume has no owner.
+func TestSnapshotOwnedByVolume(t *testing.T) {
+	ds, _ := startedStore(t, fixture()...)
+	ctx := context.Background()
+	s, err := ds.CreateSnapshot(ctx, &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "snap-1"}, Spec: longhorn.SnapshotSpec{Volume: "vol1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.OwnerReferences) != 1 || s.OwnerReferences[0].Kind != "Volume" || s.OwnerReferences[0].Name != "vol1" {
+		t.Fatalf("owner references %+v, want volume vol1", s.OwnerReferences)
+	}
+	s, err = ds.CreateSnapshot(ctx, &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "snap-2"}, Spec: longhorn.SnapshotSpec{Volume: "gone"}})
+	if err != nil || len(s.OwnerReferences) != 0 {
+		t.Fatalf("snapshot of an unknown volume: %v, owners %+v", err, s.OwnerReferences)
+	}
+}

@@ -3,6 +3,7 @@ package datastore
 import (
 	"context"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/cache"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -22,8 +23,21 @@ func (ds *DataStore) GetSnapshotLive(ctx context.Context, name string) (*longhor
 	return ds.snapshots.getLive(ctx, name)
 }
 
-// CreateSnapshot creates a Snapshot object (in the store's namespace when obj has none).
+// CreateSnapshot creates a Snapshot object (in the store's namespace when
+// obj has none). An object without owner references gets its volume
+// (spec.volume, when the cache has it) as owner, as Longhorn's Snapshot
+// CRs do, so the garbage collector removes the objects of a deleted volume
+// (a clone's engine lists the snapshot it was cloned from under the same
+// name: its object outlived the volume).
 func (ds *DataStore) CreateSnapshot(ctx context.Context, obj *longhorn.Snapshot) (*longhorn.Snapshot, error) {
+	if len(obj.OwnerReferences) == 0 && obj.Spec.Volume != "" {
+		if v, err := ds.GetVolumeRO(ctx, obj.Spec.Volume); err == nil {
+			isController := true
+			obj = obj.DeepCopy()
+			obj.OwnerReferences = []metav1.OwnerReference{{APIVersion: longhorn.SchemeGroupVersion.String(), Kind: "Volume",
+				Name: v.Name, UID: v.UID, Controller: &isController}}
+		}
+	}
 	return ds.snapshots.create(ctx, obj)
 }
 
