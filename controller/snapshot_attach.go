@@ -48,19 +48,15 @@ func (c *SnapshotController) ensureSnapshotTicket(ctx context.Context, s *longho
 	if err != nil || v.Status.OwnerID != c.opts.NodeName || v.DeletionTimestamp != nil {
 		return false, err
 	}
-	va, err := c.ds.GetVolumeAttachment(ctx, v.Name)
+	vaRO, err := c.ds.GetVolumeAttachmentRO(ctx, v.Name)
 	if err != nil {
 		return false, ignoreNotFound(err) // the volume controller creates it
 	}
 	id := snapshotTicketID(s.Name)
-	if va.Spec.AttachmentTickets[id] != nil {
+	if vaRO.Spec.AttachmentTickets[id] != nil {
 		return true, nil
 	}
-	if va.Spec.AttachmentTickets == nil {
-		va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
-	}
-	va.Spec.AttachmentTickets[id] = snapshotTicket(s.Name, c.opts.NodeName)
-	if _, err := c.ds.UpdateVolumeAttachment(ctx, va); err != nil {
+	if _, err := c.setTicket(ctx, v.Name, id, func() *longhorn.AttachmentTicket { return snapshotTicket(s.Name, c.opts.NodeName) }); err != nil {
 		return false, err
 	}
 	c.recorder.Eventf(s, "Normal", "Attaching", "Attaching volume %s on %s to take or remove snapshot %s", v.Name, c.opts.NodeName, s.Name)
@@ -69,15 +65,6 @@ func (c *SnapshotController) ensureSnapshotTicket(ctx context.Context, s *longho
 
 // dropSnapshotTicket removes the snapshot's ticket, if any.
 func (c *SnapshotController) dropSnapshotTicket(ctx context.Context, s *longhorn.Snapshot) error {
-	va, err := c.ds.GetVolumeAttachment(ctx, s.Spec.Volume)
-	if err != nil {
-		return ignoreNotFound(err)
-	}
-	id := snapshotTicketID(s.Name)
-	if va.Spec.AttachmentTickets[id] == nil {
-		return nil
-	}
-	delete(va.Spec.AttachmentTickets, id)
-	_, err = c.ds.UpdateVolumeAttachment(ctx, va)
+	_, err := c.setTicket(ctx, s.Spec.Volume, snapshotTicketID(s.Name), nil)
 	return ignoreNotFound(err)
 }

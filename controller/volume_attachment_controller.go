@@ -164,3 +164,32 @@ func ticketStatuses(v *longhorn.Volume, tickets map[string]*longhorn.AttachmentT
 	}
 	return out
 }
+
+// setTicket makes ticket id present in volume's VolumeAttachment (mk
+// non-nil: the ticket mk returns, called only when it is added) or absent
+// (mk nil), and writes the VolumeAttachment only when that changes an
+// existing ticket's presence; an existing ticket stays as it is. changed
+// reports a write. A volume without a VolumeAttachment yet (the volume
+// controller makes it) changes nothing. Errors: the cache's or the update's.
+func (e *env) setTicket(ctx context.Context, volume, id string, mk func() *longhorn.AttachmentTicket) (changed bool, err error) {
+	vaRO, err := e.ds.GetVolumeAttachmentRO(ctx, volume)
+	if err != nil {
+		return false, ignoreNotFound(err)
+	}
+	if _, has := vaRO.Spec.AttachmentTickets[id]; has == (mk != nil) {
+		return false, nil
+	}
+	va := vaRO.DeepCopy()
+	if mk == nil {
+		delete(va.Spec.AttachmentTickets, id)
+	} else {
+		if va.Spec.AttachmentTickets == nil {
+			va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
+		}
+		va.Spec.AttachmentTickets[id] = mk()
+	}
+	if _, err := e.ds.UpdateVolumeAttachment(ctx, va); err != nil {
+		return false, err
+	}
+	return true, nil
+}

@@ -180,31 +180,18 @@ func (c *VolumeController) syncCloneTickets(ctx context.Context, s *volumeSnapsh
 // volume src attached for the clone into target: on the node the source is
 // attached to, else on node.
 func (c *VolumeController) syncSourceTicket(ctx context.Context, src, target, node string, want bool) error {
-	vaRO, err := c.ds.GetVolumeAttachmentRO(ctx, src)
-	if apierrors.IsNotFound(err) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
 	id := longhorn.GetAttachmentTicketID(longhorn.AttacherTypeVolumeCloneController, target)
-	if _, has := vaRO.Spec.AttachmentTickets[id]; has == want {
-		return nil
-	}
-	va := vaRO.DeepCopy()
-	if !want {
-		delete(va.Spec.AttachmentTickets, id)
-	} else {
-		if sv, err := c.ds.GetVolumeRO(ctx, src); err == nil && sv.Status.CurrentNodeID != "" {
-			node = sv.Status.CurrentNodeID
+	var mk func() *longhorn.AttachmentTicket
+	if want {
+		mk = func() *longhorn.AttachmentTicket {
+			if sv, err := c.ds.GetVolumeRO(ctx, src); err == nil && sv.Status.CurrentNodeID != "" {
+				node = sv.Status.CurrentNodeID
+			}
+			return &longhorn.AttachmentTicket{ID: id, Type: longhorn.AttacherTypeVolumeCloneController,
+				NodeID: node, Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.AnyValue}}
 		}
-		if va.Spec.AttachmentTickets == nil {
-			va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
-		}
-		va.Spec.AttachmentTickets[id] = &longhorn.AttachmentTicket{ID: id, Type: longhorn.AttacherTypeVolumeCloneController,
-			NodeID: node, Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.AnyValue}}
 	}
-	if _, err := c.ds.UpdateVolumeAttachment(ctx, va); err != nil {
+	if _, err := c.setTicket(ctx, src, id, mk); err != nil {
 		return fmt.Errorf("clone ticket on source volume %s: %w", src, err)
 	}
 	return nil

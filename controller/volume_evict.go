@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
@@ -125,28 +124,18 @@ func (c *VolumeController) syncEvictionTicket(ctx context.Context, s *volumeSnap
 // frontend disabled; an existing one stays where it is, and none is added
 // while the volume has no owner.
 func (c *VolumeController) syncControllerTicket(ctx context.Context, s *volumeSnapshot, typ longhorn.AttacherType, want bool) error {
-	vaRO, err := c.ds.GetVolumeAttachmentRO(ctx, s.vol.Name)
-	if apierrors.IsNotFound(err) {
-		return nil // made by ensureVolumeAttachment; the next sync adds the ticket
-	}
-	if err != nil {
-		return err
-	}
 	id := longhorn.GetAttachmentTicketID(typ, s.vol.Name)
-	if _, has := vaRO.Spec.AttachmentTickets[id]; want == has || (want && s.vol.Status.OwnerID == "") {
-		return nil
-	}
-	va := vaRO.DeepCopy()
-	if !want {
-		delete(va.Spec.AttachmentTickets, id)
-	} else {
-		if va.Spec.AttachmentTickets == nil {
-			va.Spec.AttachmentTickets = map[string]*longhorn.AttachmentTicket{}
+	var mk func() *longhorn.AttachmentTicket
+	if want {
+		if s.vol.Status.OwnerID == "" {
+			return nil
 		}
-		va.Spec.AttachmentTickets[id] = &longhorn.AttachmentTicket{ID: id, Type: typ,
-			NodeID: s.vol.Status.OwnerID, Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.TrueValue}}
+		mk = func() *longhorn.AttachmentTicket {
+			return &longhorn.AttachmentTicket{ID: id, Type: typ, NodeID: s.vol.Status.OwnerID,
+				Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.TrueValue}}
+		}
 	}
-	if _, err := c.ds.UpdateVolumeAttachment(ctx, va); err != nil {
+	if _, err := c.setTicket(ctx, s.vol.Name, id, mk); err != nil {
 		return fmt.Errorf("%s attachment ticket: %w", typ, err)
 	}
 	return nil
