@@ -2,6 +2,7 @@ package manager_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -36,6 +37,7 @@ func testUninstall(t *testing.T, c *cluster) {
 			t.Errorf("reinstall the CRDs: %v\n%s", err, out)
 		}
 	})
+	restartManager(t, c, "n3") // killed by the takeover step: a second node for the replicas
 	dirs := uninstallVolume(t, c)
 	simulateManagerDaemonSet(t, c)
 	run := func() (string, error) {
@@ -72,6 +74,38 @@ func testUninstall(t *testing.T, c *cluster) {
 	if p := c.pids("engine", "uninstall-me"); len(p) != 0 {
 		t.Errorf("processes of the volume left: %v", p)
 	}
+}
+
+// restartManager starts node's manager again if an earlier step killed it
+// and waits until its Longhorn node is Ready with its instance manager
+// running (the takeover step leaves n3 without a manager, and the node-down
+// step leaves n2 without a Kubernetes node: without this only n1 could
+// hold a replica).
+func restartManager(t *testing.T, c *cluster, node string) {
+	n := c.node(node)
+	if n.manager == nil {
+		c.startManager(n)
+	}
+	c.eventually("Longhorn node "+node+" Ready with its instance manager running", 120*time.Second, func() (bool, string) {
+		ln, err := c.lh.LonghornV1beta2().Nodes(ns).Get(c.ctx, node, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		cond := longhorn.GetCondition(ln.Status.Conditions, longhorn.NodeConditionTypeReady)
+		if cond.Status != longhorn.ConditionStatusTrue {
+			return false, fmt.Sprintf("%+v", cond)
+		}
+		ims, err := c.lh.LonghornV1beta2().InstanceManagers(ns).List(c.ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		for _, im := range ims.Items {
+			if im.Spec.NodeID == node && im.Status.CurrentState == longhorn.InstanceManagerStateRunning {
+				return true, ""
+			}
+		}
+		return false, "no running instance manager on " + node
+	})
 }
 
 // uninstallVolume creates volume uninstall-me with two replicas, attaches
