@@ -84,7 +84,6 @@ func (c *VolumeController) reconcileState(_ context.Context, s *volumeSnapshot) 
 				"Engine of volume %s stopped unexpectedly on node %s", s.vol.Name, s.vol.Status.CurrentNodeID)
 		}
 	}
-	s.vol.Status.CurrentImage = s.vol.Spec.Image
 	s.vol.Status.FrontendDisabled = s.vol.Spec.DisableFrontend
 	c.recordAttachEvent(s, prev, next)
 	return nil

@@ -167,6 +167,7 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"auto-balance", c.reconcileAutoBalance},
 		{"schedule", c.reconcileScheduling},
 		{"cleanup", c.reconcileCleanup},
+		{"engine upgrade", c.reconcileEngineUpgrade},
 		{"state", c.reconcileState},
 		{"conditions", c.reconcileConditions},
 	}
