@@ -247,6 +247,19 @@ func (r *volumeRecorder) sawRobustness(rb longhorn.VolumeRobustness) bool {
 	return false
 }
 
+// waitRobustness waits up to timeout until a recorded status had
+// robustness rb and reports whether one did.
+func (r *volumeRecorder) waitRobustness(rb longhorn.VolumeRobustness, timeout time.Duration) bool {
+	deadline := time.Now().Add(timeout)
+	for !r.sawRobustness(rb) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	return true
+}
+
 // history renders the distinct state/robustness/owner sequence.
 func (r *volumeRecorder) history() string {
 	r.mu.Lock()

@@ -50,10 +50,14 @@ func TestInstanceManagerPodDeleted(t *testing.T) {
 		d    framework.DataSet
 		rec  *volumeRecorder
 	}{{solo, 1, epSolo, dSolo, recSolo}, {trio, 3, epTrio, dTrio, recTrio}} {
-		e.waitHealthy(v.name, v.n, rebuildTimeout)
-		if !v.rec.sawRobustness(longhorn.VolumeRobustnessFaulted) {
+		// The engine dies with the pod, but its status can still say running
+		// (and keep the old endpoint) for a moment while the old pod's
+		// processes stop: wait for the fault before waiting for the recovery,
+		// or the recovery check can pass on that stale status.
+		if !v.rec.waitRobustness(longhorn.VolumeRobustnessFaulted, time.Minute) {
 			t.Errorf("%s never faulted: %s", v.name, v.rec.history())
 		}
+		e.waitHealthy(v.name, v.n, rebuildTimeout)
 		t.Logf("%s recovered %.1fs after the delete: %s", v.name, time.Since(t0).Seconds(), v.rec.history())
 		ep, err := e.f.Endpoint(e.ctx, v.name)
 		e.must(err)
