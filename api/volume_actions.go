@@ -82,6 +82,9 @@ func (s *Server) volumeAction(ctx context.Context, r *http.Request, u urls) (int
 	if why, missing := unsupportedVolumeActions[action]; missing {
 		return 0, nil, notSupported(why)
 	}
+	if action == "engineUpgrade" && v.Status.State == longhorn.VolumeStateAttached {
+		return 0, nil, notSupported(liveUpgradeMissing)
+	}
 	if !slices.Contains(volumeActions(v), action) {
 		return 0, nil, invalidState("volume %s is %s (robustness %s): action %s is not available",
 			v.Name, orUnknown(string(v.Status.State)), orUnknown(string(v.Status.Robustness)), action)
@@ -93,7 +96,6 @@ func (s *Server) volumeAction(ctx context.Context, r *http.Request, u urls) (int
 // product does not have yet, with what is missing; they answer 501 and are
 // never advertised.
 var unsupportedVolumeActions = map[string]string{
-	"engineUpgrade":            "live engine upgrade (one engine image is deployed)",
 	"offlineReplicaRebuilding": "offline replica rebuilding",
 	"trimFilesystem":           "trimming the volume's filesystem",
 	"updateUblkQueueDepth":     "the ublk frontend (v2 data engine)",
@@ -124,7 +126,8 @@ var (
 // only salvage; otherwise snapshotCRGet/List, and by state: detached and
 // attached take expand, replicaRemove, the update actions and the PV/PVC
 // and recurring job actions and snapshotCRCreate/Delete (for a detached
-// volume the snapshot controller attaches it), attached also the engine
+// volume the snapshot controller attaches it), detached also engineUpgrade
+// (offline; live upgrade is not supported yet), attached also the engine
 // snapshot actions, attaching only the recurring job actions. activate needs a
 // standby volume, cancelExpansion an expansion in progress; actions whose
 // feature is missing (unsupportedVolumeActions) are never listed.
@@ -142,6 +145,9 @@ func volumeActions(v *longhorn.Volume) []string {
 		actions = append(actions, kubernetesActions...)
 		actions = append(actions, recurringActions...)
 		actions = append(actions, snapshotCRWrites...)
+		if v.Status.State == longhorn.VolumeStateDetached {
+			actions = append(actions, "engineUpgrade")
+		}
 		if v.Status.State == longhorn.VolumeStateAttached {
 			actions = append(actions, engineSnapActions...)
 		}

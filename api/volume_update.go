@@ -84,9 +84,8 @@ func init() {
 	volumeActionTable["updateSnapshotMaxSize"] = volumeAction{(*Server).updateSnapshotMaxSize,
 		ActionDef{Input: "UpdateSnapshotMaxSizeInput", Output: "volume"}, fieldInputModel("snapshotMaxSize", "")}
 	volumeActionTable["replicaRemove"] = volumeAction{(*Server).replicaRemove, in("replicaRemoveInput"), ReplicaRemoveInput{}}
-	volumeActionTable["engineUpgrade"] = volumeAction{nil, ActionDef{Input: "engineUpgradeInput"}, struct {
-		Image string `json:"image"`
-	}{}}
+	volumeActionTable["engineUpgrade"] = volumeAction{(*Server).engineUpgrade,
+		ActionDef{Input: "engineUpgradeInput", Output: "volume"}, EngineUpgradeInput{}}
 	volumeActionTable["offlineReplicaRebuilding"] = volumeAction{nil, ActionDef{Output: "volume"}, nil}
 	volumeActionTable["trimFilesystem"] = volumeAction{nil, ActionDef{Output: "volume"}, nil}
 }

@@ -255,10 +255,18 @@ func testPVAndPVC(t *testing.T, f *fixture) {
 }
 
 // testRefusedActions: features that do not exist answer 501 and are not
-// listed; actions the state does not allow answer 409; bad values 422.
+// listed; engineUpgrade (offline) refuses an image that is not an engine image; actions the state does not allow answer 409; bad values 422.
 func testRefusedActions(t *testing.T, f *fixture) {
 	v, _ := f.cli.ByID("volume", "rest-vol")
-	for _, a := range []string{"engineUpgrade", "trimFilesystem", "offlineReplicaRebuilding"} {
+	if _, listed := v.Actions()["engineUpgrade"]; !listed {
+		t.Errorf("engineUpgrade (offline) is not listed for a detached volume")
+	}
+	for body, want := range map[string]string{`{}`: "image", `{"image":"no-such:v0"}`: "not an engine image"} {
+		if st, out := post(t, f.base+"/v1/volumes/rest-vol?action=engineUpgrade", body); st != 422 || !strings.Contains(out, want) {
+			t.Errorf("engineUpgrade %s = %d %s", body, st, out)
+		}
+	}
+	for _, a := range []string{"trimFilesystem", "offlineReplicaRebuilding"} {
 		if _, listed := v.Actions()[a]; listed {
 			t.Errorf("%s is listed", a)
 		}
