@@ -28,6 +28,8 @@ type InstanceManagerController struct {
 	*env
 	w        *Worker
 	monitors *imMonitors
+	// orphans: instances seen running without their object (stopOrphanInstances).
+	orphans orphanTracker
 }
 
 func newInstanceManagerController(e *env) (runner, error) {
@@ -301,6 +303,7 @@ func (c *InstanceManagerController) syncInstances(ctx context.Context, im *longh
 		}
 	}
 	im.Status.InstanceEngines, im.Status.InstanceReplicas = nilIfEmpty(engines), nilIfEmpty(replicas)
+	c.stopOrphanInstances(ctx, im, client, list)
 	v := client.Versions()
 	im.Status.APIMinVersion, im.Status.APIVersion = int(v.InstanceManagerMin), int(v.InstanceManagerCurrent)
 	im.Status.ProxyAPIMinVersion, im.Status.ProxyAPIVersion = int(v.ProxyMin), int(v.ProxyCurrent)
