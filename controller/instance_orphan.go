@@ -17,46 +17,43 @@ import (
 // process start (the process is only started from an existing object).
 const orphanInstanceGrace = 30 * time.Second
 
-// orphanTracker remembers since when each instance (key "im/instance") has
-// been seen running without its object.
+// orphanTracker remembers, per instance manager, since when each of its
+// instances has been seen running without its object.
 type orphanTracker struct {
 	mu    sync.Mutex
-	since map[string]time.Time
+	since map[string]map[string]time.Time
 }
 
 // due decides, for the instances of instance manager im listed now
-// (instance name -> has an object), which ones have been orphans for at
-// least grace at now; it forgets instances that have an object again or
-// are gone.
+// (instance name -> true when it runs without its object), which ones have
+// been orphans for at least grace at now. Only the orphans of this listing
+// are remembered: an instance that has its object again, or is gone, starts
+// over.
 func (t *orphanTracker) due(im string, orphan map[string]bool, now time.Time, grace time.Duration) []string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.since == nil {
-		t.since = map[string]time.Time{}
-	}
+	prev, next := t.since[im], map[string]time.Time{}
 	var out []string
 	for name, isOrphan := range orphan {
-		k := im + "/" + name
 		if !isOrphan {
-			delete(t.since, k)
 			continue
 		}
-		first, ok := t.since[k]
-		if !ok {
-			t.since[k] = now
-			continue
+		first, seen := prev[name]
+		if !seen {
+			first = now
 		}
-		if now.Sub(first) >= grace {
+		next[name] = first
+		if seen && now.Sub(first) >= grace {
 			out = append(out, name)
 		}
 	}
-	prefix := im + "/"
-	for k := range t.since {
-		if len(k) > len(prefix) && k[:len(prefix)] == prefix {
-			if _, listed := orphan[k[len(prefix):]]; !listed {
-				delete(t.since, k)
-			}
-		}
+	if t.since == nil {
+		t.since = map[string]map[string]time.Time{}
+	}
+	if len(next) == 0 {
+		delete(t.since, im)
+	} else {
+		t.since[im] = next
 	}
 	return out
 }

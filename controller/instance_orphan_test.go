@@ -26,10 +26,10 @@ func TestOrphanTrackerDue(t *testing.T) {
 	// Gone from the list: forgotten; other instance managers are untouched.
 	tr.due("im2", map[string]bool{"r1": true}, t0, 30*time.Second)
 	tr.due("im", map[string]bool{}, t0.Add(50*time.Second), 30*time.Second)
-	if _, ok := tr.since["im/r1"]; ok {
+	if _, ok := tr.since["im"]["r1"]; ok {
 		t.Fatalf("im/r1 still tracked after it left the list")
 	}
-	if _, ok := tr.since["im2/r1"]; !ok {
+	if _, ok := tr.since["im2"]["r1"]; !ok {
 		t.Fatalf("im2/r1 forgotten by im's listing")
 	}
 }

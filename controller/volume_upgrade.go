@@ -37,13 +37,18 @@ func offlineUpgradable(s *volumeSnapshot) bool {
 	if s.vol.Status.State != longhorn.VolumeStateDetached {
 		return false
 	}
-	if s.eng != nil && s.eng.Status.CurrentState != longhorn.InstanceStateStopped && s.eng.Status.CurrentState != "" {
+	if s.eng != nil && !stoppedOrNew(s.eng.Status.CurrentState) {
 		return false
 	}
 	for _, r := range s.reps {
-		if r.Status.CurrentState != longhorn.InstanceStateStopped && r.Status.CurrentState != "" {
+		if !stoppedOrNew(r.Status.CurrentState) {
 			return false
 		}
 	}
 	return true
+}
+
+// stoppedOrNew: an instance that is stopped or has never been started.
+func stoppedOrNew(st longhorn.InstanceState) bool {
+	return st == longhorn.InstanceStateStopped || st == ""
 }
