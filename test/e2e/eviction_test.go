@@ -56,6 +56,7 @@ func TestNodeEvictionUnderFio(t *testing.T) {
 	floor := e.watchReplicaFloor(vols)
 
 	t0 := time.Now()
+	start := t0
 	e.updateNode(n1, func(n *longhorn.Node) { n.Spec.EvictionRequested = true })
 	t.Cleanup(func() { e.updateNode(n1, func(n *longhorn.Node) { n.Spec.EvictionRequested = false }) })
 	for _, v := range vols {
@@ -79,6 +80,9 @@ func TestNodeEvictionUnderFio(t *testing.T) {
 	for _, v := range vols {
 		l := loads[v]
 		blocks := l.w.stop()
+		if n := l.w.doneAfter(start); n < 3 {
+			t.Errorf("%s: only %d writes completed during the evictions, want I/O to go on", v, n)
+		}
 		if l.w.err != nil {
 			t.Errorf("%s: a write failed during the evictions: %v", v, l.w.err)
 		}

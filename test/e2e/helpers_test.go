@@ -66,7 +66,14 @@ func (e *testEnv) must(err error) {
 // every replica is scheduled, and deletes it when the test ends.
 func (e *testEnv) createVolume(name string, n int) {
 	e.t.Helper()
-	_, err := e.f.CreateVolume(e.ctx, framework.NewVolume(name, volSize, n, longhorn.VolumeFrontendNBD))
+	e.createVolumeFrom(framework.NewVolume(name, volSize, n, longhorn.VolumeFrontendNBD))
+}
+
+// createVolumeFrom is createVolume with the volume given in full.
+func (e *testEnv) createVolumeFrom(v *longhorn.Volume) {
+	e.t.Helper()
+	name := v.Name
+	_, err := e.f.CreateVolume(e.ctx, v)
 	e.must(err)
 	e.t.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
