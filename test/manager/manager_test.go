@@ -183,6 +183,7 @@ func TestManagersOnThreeNodes(t *testing.T) {
 
 	t.Run("replica failure and rebuild", func(t *testing.T) { testRebuild(t, c, vol, endpoint) })
 	t.Run("online expansion", func(t *testing.T) { testOnlineExpansion(t, c, vol, endpoint) })
+	t.Run("orphan replica data", func(t *testing.T) { testOrphanReplicaData(t, c, vol) })
 	t.Run("detach and delete", func(t *testing.T) { testDetachDelete(t, c, vol) })
 	t.Run("iscsi frontend", func(t *testing.T) { testISCSIFrontend(t, c) })
 	t.Run("takeover", func(t *testing.T) { testTakeover(t, c) })
