@@ -96,13 +96,22 @@ func TestNodeEvictionUnderFio(t *testing.T) {
 	}
 }
 
-// onNodes fails unless the volume's replicas are on exactly the nodes.
+// onNodes fails unless the volume has one replica on each of nodes and
+// no other.
 func onNodes(e *testEnv, vol string, nodes ...string) {
 	e.t.Helper()
 	rs, err := e.f.Replicas(e.ctx, vol)
 	e.must(err)
-	if !placedOn(nodes...)(rs) {
-		e.t.Fatalf("%s: want one healthy replica on each of %v: %s", vol, nodes, replicaSummary(rs))
+	on := map[string]bool{}
+	for _, r := range rs {
+		on[r.Node] = true
+	}
+	ok := len(rs) == len(nodes) && len(on) == len(nodes)
+	for _, n := range nodes {
+		ok = ok && on[n]
+	}
+	if !ok {
+		e.t.Fatalf("%s: want one replica on each of %v: %s", vol, nodes, replicaSummary(rs))
 	}
 }
 
