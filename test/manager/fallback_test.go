@@ -11,6 +11,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
@@ -313,4 +314,58 @@ func (c *cluster) rebuildOnN3(t *testing.T, vol string) {
 		return v.Status.Robustness == longhorn.VolumeRobustnessHealthy && rebuilt && len(e.Status.ReplicaModeMap) == 3,
 			fmt.Sprintf("robustness=%s modes=%v", v.Status.Robustness, e.Status.ReplicaModeMap)
 	})
+}
+
+// TestInstanceManagerCPURequest: the instance-manager pod asks for CPU as
+// Longhorn computes it, and an idle pod is recreated when the inputs
+// change: guaranteed-instance-manager-cpu percent of the Kubernetes node's
+// allocatable CPU (12 % default of 2 CPUs on n1 = 240m; the setting at 20
+// = 400m), no request on nodes whose allocatable CPU is unknown, and the
+// Longhorn node's spec.instanceManagerCPURequest (300m on n2) over the
+// setting.
+func TestInstanceManagerCPURequest(t *testing.T) {
+	c := newCluster(t)
+	kn, err := c.kube.CoreV1().Nodes().Get(c.ctx, "n1", metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	kn.Status.Allocatable = corev1.ResourceList{corev1.ResourceCPU: resource.MustParse("2")}
+	kn.Status.Capacity = kn.Status.Allocatable
+	if _, err := c.kube.CoreV1().Nodes().UpdateStatus(c.ctx, kn, metav1.UpdateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	c.waitCPURequests(map[string]int64{"n1": 240, "n2": 0, "n3": 0})
+	c.eventually("guaranteed-instance-manager-cpu set to 20", 30*time.Second, func() (bool, string) {
+		out, err := c.kubectl("", "-n", ns, "patch", "settings.longhorn.io", "guaranteed-instance-manager-cpu", "--type", "merge", "-p", `{"value":"20"}`)
+		return err == nil, out
+	})
+	c.waitCPURequests(map[string]int64{"n1": 400, "n2": 0, "n3": 0})
+	c.eventually("n2 instanceManagerCPURequest 300", 30*time.Second, func() (bool, string) {
+		out, err := c.kubectl("", "-n", ns, "patch", "nodes.longhorn.io", "n2", "--type", "merge", "-p", `{"spec":{"instanceManagerCPURequest":300}}`)
+		return err == nil, out
+	})
+	c.waitCPURequests(map[string]int64{"n1": 400, "n2": 300, "n3": 0})
+}
+
+// waitCPURequests waits until each node's running instance-manager pod
+// requests the given millicpu (0: no CPU request).
+func (c *cluster) waitCPURequests(want map[string]int64) {
+	c.t.Helper()
+	start := time.Now()
+	c.eventually(fmt.Sprintf("instance-manager CPU requests %v", want), 90*time.Second, func() (bool, string) {
+		pods := c.imPods()
+		got := map[string]int64{}
+		ok := true
+		for node, m := range want {
+			p := pods[node]
+			if p == nil || p.Status.Phase != corev1.PodRunning {
+				ok = false
+				continue
+			}
+			got[node] = p.Spec.Containers[0].Resources.Requests.Cpu().MilliValue()
+			ok = ok && got[node] == m
+		}
+		return ok, fmt.Sprint(got)
+	})
+	c.t.Logf("MEASURE instance-manager CPU requests %v after %v", want, time.Since(start).Round(time.Millisecond))
 }
