@@ -108,7 +108,10 @@ func imPDB(im *longhorn.InstanceManager, namespace string) *policyv1.PodDisrupti
 }
 
 // reconcilePDB creates or deletes im's PodDisruptionBudget per
-// node-drain-policy (imNeedsPDB).
+// node-drain-policy (imNeedsPDB), and keeps it under every policy while an
+// engine runs in im: Longhorn removes an instance manager's PDB only once
+// every volume is detached from its node (canDeleteInstanceManagerPDB), so
+// that a drain never kills the engine of an attached volume.
 func (c *InstanceManagerController) reconcilePDB(ctx context.Context, im *longhorn.InstanceManager) error {
 	policy, err := c.ds.GetSettingValue(ctx, types.SettingNameNodeDrainPolicy)
 	if err != nil {
@@ -118,7 +121,7 @@ func (c *InstanceManagerController) reconcilePDB(ctx context.Context, im *longho
 	if err != nil {
 		return err
 	}
-	want := imNeedsPDB(policy, im.Spec.NodeID, replicas)
+	want := len(im.Status.InstanceEngines) > 0 || imNeedsPDB(policy, im.Spec.NodeID, replicas)
 	pdbs := c.kube.PolicyV1().PodDisruptionBudgets(c.opts.Namespace)
 	_, err = pdbs.Get(ctx, im.Name, metav1.GetOptions{})
 	switch {

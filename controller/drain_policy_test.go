@@ -85,6 +85,22 @@ func TestDrainPolicyPDB(t *testing.T) {
 	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Fatalf("PDB kept under always-allow: %v", err)
 	}
+	// An engine runs in the instance manager: a PDB under every policy,
+	// always-allow too (Longhorn waits for the volumes to detach).
+	im.Status.InstanceEngines = map[string]longhorn.InstanceProcess{"vol-e-0": {}}
+	if err := c.reconcilePDB(f.ctx, im); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); err != nil {
+		t.Fatalf("no PDB while an engine runs under always-allow: %v", err)
+	}
+	im.Status.InstanceEngines = nil
+	if err := c.reconcilePDB(f.ctx, im); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("PDB kept after the engine stopped under always-allow: %v", err)
+	}
 }
 
 // The block-for-eviction policies: block-for-eviction blocks while the node

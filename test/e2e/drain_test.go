@@ -33,8 +33,10 @@ const (
 //     replica runs), drained once it is detached;
 //   - block-for-eviction: the drain cordons the node, the replica is evicted
 //     (rebuilt on another node, then removed) and only then the drain ends;
-//   - always-allow: drained although the node holds the last replica (of
-//     the volume attached there): the volume faults and comes back by
+//   - always-allow: refused while the volume's engine runs on the node (the
+//     PDB stays under every policy until the node's volumes are detached,
+//     as Longhorn's); with the engine on another node, drained although the
+//     node holds the last replica: the volume faults and comes back by
 //     auto-salvage once the instance-manager pod runs again.
 //
 // After every drain the node is uncordoned and its instance-manager pod
@@ -87,14 +89,21 @@ func TestDrainPolicies(t *testing.T) {
 		rs, err := e.f.Replicas(e.ctx, vol)
 		e.must(err)
 		node := rs[0].Node
-		ep := e.attach(vol, node)
+		// The volume's engine runs on the node: its PDB stays, as
+		// Longhorn's does until every volume is detached from the node.
+		e.attach(vol, node)
+		e.waitHealthy(vol, 1, rebuildTimeout)
+		e.waitPDB(node, true)
+		e.drainRefused(node)
+		e.detach(vol)
+		ep := e.attach(vol, e.c.NodeName(e.nodeIndex(node)%e.c.Nodes+1))
 		e.waitHealthy(vol, 1, rebuildTimeout)
 		e.waitPDB(node, false)
 		rec := e.recordVolume(vol)
 		t0 := time.Now()
 		e.drain(node, drainRefusedTimeout)
 		if !rec.waitRobustness(longhorn.VolumeRobustnessFaulted, time.Minute) {
-			t.Errorf("%s never faulted after its node's instance manager was drained: %s", vol, rec.history())
+			t.Errorf("%s never faulted after the instance manager of its only replica was drained: %s", vol, rec.history())
 		}
 		e.waitHealthy(vol, 1, rebuildTimeout)
 		t.Logf("%s back %.1fs after the drain of %s: %s", vol, time.Since(t0).Seconds(), node, rec.history())
