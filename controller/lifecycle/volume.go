@@ -85,6 +85,7 @@ func init() {
 //	attaching  desired node cleared or changed                 -> detaching  stop-engine
 //	attaching  engine running, frontend endpoint not reported  -> attaching
 //	attaching  engine running                                  -> attached
+//	attaching  no startable replica (all failed)               -> detaching  stop-engine
 //	attaching  every startable replica running                 -> attaching  start-engine
 //	attaching  otherwise                                       -> attaching  start-replicas
 //	attached   desired node cleared or changed                 -> detaching  stop-engine
@@ -129,7 +130,12 @@ func stepVolumeAttaching(o VolumeObserved) (VolumeState, []VolumeAction) {
 		return VolumeAttaching, nil
 	case o.Engine == InstanceRunning:
 		return VolumeAttached, nil
-	case o.Startable > 0 && o.StartableRunning == o.Startable:
+	case o.Startable == 0:
+		// Every replica failed while attaching: detach, so that auto-salvage
+		// (detached volumes only) can bring the newest back and the
+		// attachment ticket attaches again.
+		return VolumeDetaching, []VolumeAction{ActionStopEngine}
+	case o.StartableRunning == o.Startable:
 		return VolumeAttaching, []VolumeAction{ActionStartEngine}
 	}
 	return VolumeAttaching, []VolumeAction{ActionStartReplicas}

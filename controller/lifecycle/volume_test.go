@@ -33,6 +33,8 @@ func TestNextVolume(t *testing.T) {
 			o.StartableRunning, o.Engine, o.FrontendPending = 3, InstanceRunning, true
 		}), VolumeAttaching, nil},
 		{"engine up", VolumeAttaching, with(func(o *VolumeObserved) { o.StartableRunning, o.Engine = 3, InstanceRunning }), VolumeAttached, nil},
+		{"every replica failed while attaching: detach for auto-salvage", VolumeAttaching, with(func(o *VolumeObserved) { o.Startable = 0 }),
+			VolumeDetaching, []VolumeAction{ActionStopEngine}},
 		{"detach while attaching", VolumeAttaching, with(func(o *VolumeObserved) { o.DesiredNode = "" }), VolumeDetaching, []VolumeAction{ActionStopEngine}},
 		{"attached steady", VolumeAttached, with(func(o *VolumeObserved) { o.Engine = InstanceRunning }), VolumeAttached, []VolumeAction{ActionStartReplicas}},
 		{"detach requested", VolumeAttached, with(func(o *VolumeObserved) { o.Engine, o.DesiredNode = InstanceRunning, "" }),
