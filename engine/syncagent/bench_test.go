@@ -124,13 +124,25 @@ func BenchmarkRebuildDiskSeqWrite(b *testing.B) {
 }
 
 // BenchmarkRebuildSendFresh sends the snapshot file to a receiver that did
-// not have it (a full rebuild), directIO as FileSend does.
+// not have it (a full rebuild), directIO as FileSend does: coalesced (our
+// receiver), and one request per extent (what a Longhorn receiver gets).
 func BenchmarkRebuildSendFresh(b *testing.B) {
+	for _, off := range []bool{false, true} {
+		name := "coalesced"
+		if off {
+			name = "per-extent"
+		}
+		b.Run(name, func(b *testing.B) {
+			noCoalesce = off
+			defer func() { noCoalesce = false }()
+			benchSendFresh(b)
+		})
+	}
+}
+
+func benchSendFresh(b *testing.B) {
 	data, dir := benchData(b), benchDir(b)
 	name := "volume-snap-s.img"
-	if os.Getenv("XNOHASH") != "" {
-		name = "volume-head-s.img"
-	}
 	src := filepath.Join(dir, name)
 	benchSource(b, src, data)
 	b.SetBytes(data)
@@ -148,7 +160,7 @@ func BenchmarkRebuildSendFresh(b *testing.B) {
 		f.Close()
 		r := benchReceiver(b, dst)
 		b.StartTimer()
-		st, err := SendFile(context.Background(), src, hostPort("127.0.0.1", r.Port()), SendOptions{DirectIO: os.Getenv("XBUF") == "", Workers: xworkers()})
+		st, err := SendFile(context.Background(), src, hostPort("127.0.0.1", r.Port()), SendOptions{DirectIO: true})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -178,5 +190,3 @@ func benchReceiver(b *testing.B, path string) *Receiver {
 }
 
 func netListen() (net.Listener, error) { return net.Listen("tcp", "127.0.0.1:0") }
-
-func xworkers() int { n, _ := strconv.Atoi(os.Getenv("XW")); return n }

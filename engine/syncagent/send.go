@@ -100,7 +100,7 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 	// A file the receiver did not have is all holes after open: only the
 	// data is sent (half the requests for a fragmented file), nearby
 	// extents in one request when the receiver keeps zero pages as holes.
-	s.coalesce = !existed && s.zeroHoles
+	s.coalesce = !existed && s.zeroHoles && !noCoalesce
 	if err := s.run(ctx, size, existed, existed); err != nil {
 		return s.stats(), err
 	}
@@ -313,6 +313,9 @@ type job struct {
 // as moving this many more bytes over the network.
 const coalesceGap = 256 << 10
 
+// noCoalesce turns coalescing off (the benchmark's A/B).
+var noCoalesce bool
+
 // hasToken reports whether the comma-separated list v holds tok.
 func hasToken(v, tok string) bool {
 	for _, t := range strings.Split(v, ",") {
@@ -355,53 +358,55 @@ func (s *sender) run(ctx context.Context, size int64, holes, existed bool) error
 
 func (s *sender) walk(ctx context.Context, jobs chan<- job, size int64, holes bool) error {
 	pos := int64(0)
-	var win job // the coalesced window being built (s.coalesce), empty when win.data == 0
-	flush := func() error {
-		if win.data == 0 {
-			return nil
-		}
-		j := win
-		win = job{}
-		return feed(ctx, jobs, j)
-	}
+	var win job // the coalesced window being built (s.coalesce); empty while win.data == 0
 	err := sparse.WalkData(s.f, 0, size, func(e sparse.Extent) error {
 		if holes && e.Offset > pos {
 			if err := feed(ctx, jobs, job{iv: Interval{pos, e.Offset}, hole: true}); err != nil {
 				return err
 			}
 		}
-		for b := e.Offset; b < e.End(); {
-			n := min(BatchSize, e.End()-b)
-			if !s.coalesce {
-				if err := feed(ctx, jobs, job{iv: Interval{b, b + n}, data: n}); err != nil {
-					return err
-				}
-				b += n
-				continue
-			}
-			if win.data > 0 && (b-win.iv.End > coalesceGap || b+n-win.iv.Begin > BatchSize) {
-				if err := flush(); err != nil {
-					return err
-				}
-			}
-			if win.data == 0 {
-				win.iv.Begin = b
-			}
-			n = min(n, win.iv.Begin+BatchSize-b)
-			win.iv.End, win.data, win.zeroHoles = b+n, win.data+n, true
-			win.exts = append(win.exts, sparse.Extent{Offset: b, Length: n})
-			b += n
-		}
 		pos = e.End()
+		if s.coalesce {
+			return coalesceExtent(ctx, jobs, e, &win)
+		}
+		for b := e.Offset; b < e.End(); b += BatchSize {
+			n := min(BatchSize, e.End()-b)
+			if err := feed(ctx, jobs, job{iv: Interval{b, b + n}, data: n}); err != nil {
+				return err
+			}
+		}
 		return nil
 	})
-	if err == nil {
-		err = flush()
+	if err == nil && win.data > 0 {
+		err = feed(ctx, jobs, win)
 	}
 	if err == nil && holes && pos < size {
 		err = feed(ctx, jobs, job{iv: Interval{pos, size}, hole: true})
 	}
 	return err
+}
+
+// coalesceExtent adds extent e to the window *win, first feeding the window
+// when e is too far from it or would make it longer than BatchSize (then e,
+// or its rest, starts a new one).
+func coalesceExtent(ctx context.Context, jobs chan<- job, e sparse.Extent, win *job) error {
+	for b := e.Offset; b < e.End(); {
+		n := min(BatchSize, e.End()-b)
+		if win.data > 0 && (b-win.iv.End > coalesceGap || b+n-win.iv.Begin > BatchSize) {
+			if err := feed(ctx, jobs, *win); err != nil {
+				return err
+			}
+			*win = job{}
+		}
+		if win.data == 0 {
+			win.iv.Begin = b
+		}
+		n = min(n, win.iv.Begin+BatchSize-b)
+		win.iv.End, win.data, win.zeroHoles = b+n, win.data+n, true
+		win.exts = append(win.exts, sparse.Extent{Offset: b, Length: n})
+		b += n
+	}
+	return nil
 }
 
 func feed(ctx context.Context, jobs chan<- job, j job) error {
