@@ -46,7 +46,7 @@ func managerCommand() *cli.Command {
 			&cli.StringFlag{Name: "engine-image", EnvVars: []string{"ENGINE_IMAGE"}, Usage: "image of the longhorn binary that runs engines and replicas (setting default-engine-image)"},
 			&cli.StringFlag{Name: "instance-manager-image", EnvVars: []string{"INSTANCE_MANAGER_IMAGE"}, Usage: "image of the instance-manager pods"},
 			&cli.BoolFlag{Name: "instance-manager-no-proxy", EnvVars: []string{"LONGHORN_INSTANCE_MANAGER_NO_PROXY"},
-				Usage: "start instance-manager pods as an instance manager older than the engine proxy (`instance-manager --no-proxy`), to test the upgrade path; existing pods are kept"},
+				Usage: "start instance-manager pods as an instance manager older than the engine proxy (`instance-manager --no-proxy`), to test the upgrade path; a pod started otherwise (with or without --no-proxy) is replaced once it runs no instance"},
 			&cli.StringFlag{Name: "manager-image", EnvVars: []string{"MANAGER_IMAGE"}, Usage: "image of the manager itself, run by the CronJobs of recurring jobs (empty: --instance-manager-image)"},
 			&cli.StringFlag{Name: "service-account", Value: "longhorn-service-account", EnvVars: []string{"SERVICE_ACCOUNT"}, Usage: "service account of the instance-manager pods"},
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster"},

@@ -33,7 +33,9 @@ type EngineController struct {
 	clones   map[string]cloneStart                // engine -> the clone it last asked for
 	// paths is how each engine was last reached: true through the
 	// instance manager's proxy, false directly (an instance manager older
-	// than the proxy).
+	// than the proxy). Kept while the Engine object exists, across stops
+	// and ownership moves (forget keeps it), so that the first attach
+	// through a newer instance manager records EngineClientProxy.
 	paths map[string]bool
 }
 
@@ -88,6 +90,9 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	eRO, err := c.ds.GetEngineRO(ctx, name)
 	if apierrors.IsNotFound(err) {
 		c.forget(name)
+		c.mu.Lock()
+		delete(c.paths, name)
+		c.mu.Unlock()
 		return Done, nil
 	}
 	if err != nil {
@@ -154,6 +159,9 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	return res, nil
 }
 
+// forget drops what the controller tracks for a stopped engine (its
+// monitor, rebuild, cleanup, restore and clone records); the client path
+// is dropped only with the object.
 func (c *EngineController) forget(name string) {
 	c.monitors.stop(name)
 	c.mu.Lock()
@@ -161,7 +169,6 @@ func (c *EngineController) forget(name string) {
 	delete(c.cleanups, name)
 	delete(c.restores, name)
 	delete(c.clones, name)
-	delete(c.paths, name)
 	c.mu.Unlock()
 }
 

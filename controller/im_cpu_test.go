@@ -42,6 +42,20 @@ func TestInstanceManagerCPURequest(t *testing.T) {
 	}
 }
 
+// A pod of an instance manager older than the proxy (--no-proxy) is
+// outdated for managers that start current ones, and the other way round.
+func TestInstanceManagerPodNoProxyOutdated(t *testing.T) {
+	im := &longhorn.InstanceManager{}
+	im.Name, im.Spec.NodeID, im.Spec.Image = "im", "n1", "img"
+	old, cur := imPod(im, imPodParams{NoProxy: true}), imPod(im, imPodParams{})
+	if a := strings.Join(old.Spec.Containers[0].Args, " "); !strings.Contains(a, "--no-proxy") || len(old.Spec.Containers[0].Ports) != 1 {
+		t.Fatalf("no-proxy pod: args %q ports %v", a, old.Spec.Containers[0].Ports)
+	}
+	if !podNeedsRecreate(old, cur) || !podNeedsRecreate(cur, old) || podNeedsRecreate(old, imPod(im, imPodParams{NoProxy: true})) {
+		t.Error("a --no-proxy change must recreate the pod, an unchanged one not")
+	}
+}
+
 // An engine starts with engine-replica-timeout, and with snapshot-max-count
 // unless its volume sets its own limit (the engine takes 2..250).
 func TestEngineLaunchSettings(t *testing.T) {

@@ -3,6 +3,7 @@ package controller
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -157,11 +158,17 @@ func storageIPOf(pod *corev1.Pod) string {
 }
 
 // podNeedsRecreate reports whether an existing pod no longer matches what
-// imPod would render (image or system-managed settings changed). A
-// storage-network change is the setting controller's
-// (reconcileStorageNetwork).
+// imPod would render (image, CPU request, --no-proxy or system-managed
+// settings changed). A pod of an instance manager older than the proxy
+// (--no-proxy) left by managers that no longer start them is outdated, as
+// Longhorn's older instance managers are after an upgrade: the caller
+// replaces it once it runs no instance. A storage-network change is the
+// setting controller's (reconcileStorageNetwork).
 func podNeedsRecreate(pod *corev1.Pod, want *corev1.Pod) bool {
 	if len(pod.Spec.Containers) == 0 || pod.Spec.Containers[0].Image != want.Spec.Containers[0].Image {
+		return true
+	}
+	if slices.Contains(pod.Spec.Containers[0].Args, "--no-proxy") != slices.Contains(want.Spec.Containers[0].Args, "--no-proxy") {
 		return true
 	}
 	if !pod.Spec.Containers[0].Resources.Requests.Cpu().Equal(*want.Spec.Containers[0].Resources.Requests.Cpu()) {

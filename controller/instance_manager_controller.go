@@ -60,7 +60,8 @@ func newInstanceManagerController(e *env) (runner, error) {
 		return nil, err
 	}
 	if err := addHandler(e.ds.SettingInformer(), onChange(func(obj any) {
-		if n := nameOf(obj); n == string(types.SettingNameStorageNetwork) || n == string(types.SettingNameNodeDrainPolicy) {
+		switch types.SettingName(nameOf(obj)) {
+		case types.SettingNameStorageNetwork, types.SettingNameNodeDrainPolicy, types.SettingNameGuaranteedInstanceManagerCPU:
 			c.enqueueAll()
 		}
 	})); err != nil {

@@ -63,6 +63,8 @@ type cluster struct {
 	binary string
 	dir    string
 	nodes  []*simNode
+	// managerEnv is added to the managers' environment (startManager).
+	managerEnv []string
 }
 
 type simNode struct {
@@ -99,12 +101,14 @@ func pickIPs(t *testing.T) []string {
 	return nil
 }
 
-func newCluster(t *testing.T) *cluster {
+// newCluster starts the three nodes; managerEnv is added to the managers'
+// environment.
+func newCluster(t *testing.T, managerEnv ...string) *cluster {
 	t.Helper()
 	env.Require(t)
 	testutil.RequireTool(t, "qemu-io")
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &cluster{t: t, ctx: ctx, binary: testutil.LonghornBinary(t), dir: t.TempDir()}
+	c := &cluster{t: t, ctx: ctx, binary: testutil.LonghornBinary(t), dir: t.TempDir(), managerEnv: managerEnv}
 	if d := os.Getenv("LONGHORN_MANAGER_TEST_DIR"); d != "" {
 		// Keep logs and disks for debugging.
 		c.dir = d
@@ -220,6 +224,7 @@ func (c *cluster) startManager(n *simNode) {
 		"--namespace", ns, "--pod-ip", n.ip, "--engine-image", image, "--instance-manager-image", image, "--workers", "3",
 		"--webhook-url", "https://"+net.JoinHostPort(c.nodes[0].ip, "9502"))
 	cmd.Stdout, cmd.Stderr = f, f
+	cmd.Env = append(os.Environ(), c.managerEnv...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.must(cmd.Start())
 	_ = f.Close()

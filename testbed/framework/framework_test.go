@@ -138,6 +138,16 @@ func TestFindInstanceManagerAndInstances(t *testing.T) {
 	}
 }
 
+func TestInPodCgroup(t *testing.T) {
+	const cg = "9:name=systemd:/lhcluster-lh/node-1/kubepods/burstable/pod8a3f-1b67/b307\n8:pids:/lhcluster-lh/node-1/kubepods/burstable/pod8a3f-1b67/b307\n"
+	if !inPodCgroup(cg, "8a3f-1b67") {
+		t.Error("pod cgroup not found")
+	}
+	if inPodCgroup(cg, "8a3f") || inPodCgroup(cg, "1b67") || inPodCgroup("0::/\n", "8a3f-1b67") {
+		t.Error("a prefix, a suffix or the root matched")
+	}
+}
+
 func TestDataSet(t *testing.T) {
 	d := DataSet{Seed: 7, Offset: 4096, Size: 1 << 20}
 	if err := d.Validate(); err != nil {

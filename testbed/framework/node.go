@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -73,11 +74,51 @@ func (c *Cluster) InstanceManagerPID(ctx context.Context, node string) (int, err
 			}
 		}
 	}
+	if inCgroup == nil {
+		inCgroup = v1PodProcs(procs, string(pod.UID))
+	}
 	pid, err := findInstanceManager(procs, inCgroup, pod.Status.PodIP)
 	if err != nil {
 		return 0, fmt.Errorf("node %s, pod %s: %w", node, pod.Name, err)
 	}
 	return pid, nil
+}
+
+// v1PodProcs returns the `longhorn instance-manager` processes whose
+// /proc/PID/cgroup places them in pod uid's cgroup (kubelet's cgroupfs
+// layout on cgroup v1: .../kubepods/<qos>/pod<UID>/<container>), or nil
+// when none does (node agent mode). The pod IP alone is not enough: every
+// cluster on this machine shares the host's PID namespace, and another
+// cluster (or an old sandbox) may use the same pod IP.
+func v1PodProcs(procs []proc, uid string) map[int]bool {
+	var in map[int]bool
+	for _, p := range procs {
+		if !isLonghorn(p.Argv, "instance-manager") {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(p.PID), "cgroup"))
+		if err != nil || !inPodCgroup(string(b), uid) {
+			continue
+		}
+		if in == nil {
+			in = map[int]bool{}
+		}
+		in[p.PID] = true
+	}
+	return in
+}
+
+// inPodCgroup reports whether a /proc/PID/cgroup text names pod uid's
+// cgroup (a path element "pod<UID>") in any hierarchy.
+func inPodCgroup(cgroup, uid string) bool {
+	for _, line := range strings.Split(cgroup, "\n") {
+		// "9:name=systemd:/lhcluster-lh/node-1/kubepods/burstable/pod<UID>/<cid>"
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && slices.Contains(strings.Split(parts[2], "/"), "pod"+uid) {
+			return true
+		}
+	}
+	return false
 }
 
 // NodeExec runs argv inside node: in the mount and network namespaces of

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
@@ -47,11 +48,38 @@ func (c *Cluster) CreateVolume(ctx context.Context, v *longhorn.Volume) (*longho
 	if v.Namespace == "" {
 		v.Namespace = Namespace
 	}
-	out, err := c.LH.LonghornV1beta2().Volumes(Namespace).Create(ctx, v, metav1.CreateOptions{})
+	var out *longhorn.Volume
+	err := retryWebhookCall(ctx, func() (err error) {
+		out, err = c.LH.LonghornV1beta2().Volumes(Namespace).Create(ctx, v, metav1.CreateOptions{})
+		return err
+	})
 	if err != nil {
 		return nil, fmt.Errorf("create volume %s: %w", v.Name, err)
 	}
 	return out, nil
+}
+
+// webhookRetryFor bounds retryWebhookCall.
+const webhookRetryFor = 30 * time.Second
+
+// retryWebhookCall runs call until it returns anything but the API server's
+// "failed calling webhook" InternalError (the API server could not reach the
+// admission webhook: a manager pod restarting, or its pooled connection reset
+// after a test cut a node's network), for at most webhookRetryFor. Nothing
+// was stored when that error comes back, so a retry cannot duplicate.
+func retryWebhookCall(ctx context.Context, call func() error) error {
+	deadline := time.Now().Add(webhookRetryFor)
+	for {
+		err := call()
+		if err == nil || !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Second):
+		}
+	}
 }
 
 // NewVolume returns a v1 Volume spec: size bytes (a multiple of 4096),
