@@ -59,10 +59,12 @@ func TestDrainPolicies(t *testing.T) {
 	e.writeData(ep, data)
 
 	t.Run("block-if-contains-last-replica", func(t *testing.T) {
+		e := e.in(t)
 		e.waitPDB(holder, true)
 		e.drainRefused(holder)
 	})
 	t.Run("allow-if-replica-is-stopped", func(t *testing.T) {
+		e := e.in(t)
 		e.must(e.f.SetSetting(e.ctx, "node-drain-policy", "allow-if-replica-is-stopped"))
 		e.waitPDB(holder, true)
 		e.drainRefused(holder)
@@ -71,8 +73,9 @@ func TestDrainPolicies(t *testing.T) {
 		e.drain(holder, drainRefusedTimeout)
 	})
 	t.Run("block-for-eviction", func(t *testing.T) {
+		e := e.in(t)
 		e.must(e.f.SetSetting(e.ctx, "node-drain-policy", "block-for-eviction"))
-		ep = e.attach(vol, other)
+		ep := e.attach(vol, other)
 		e.waitHealthy(vol, 1, rebuildTimeout)
 		e.waitPDB(holder, true)
 		t0 := time.Now()
@@ -85,6 +88,7 @@ func TestDrainPolicies(t *testing.T) {
 		e.detach(vol)
 	})
 	t.Run("always-allow", func(t *testing.T) {
+		e := e.in(t)
 		e.must(e.f.SetSetting(e.ctx, "node-drain-policy", "always-allow"))
 		rs, err := e.f.Replicas(e.ctx, vol)
 		e.must(err)
@@ -117,6 +121,13 @@ func TestDrainPolicies(t *testing.T) {
 		}
 		e.detach(vol)
 	})
+}
+
+// in is e for subtest t (its failures and cleanups are t's).
+func (e *testEnv) in(t *testing.T) *testEnv {
+	c := *e
+	c.t = t
+	return &c
 }
 
 // drainArgs is `kubectl drain` of node's instance-manager pods, giving up
