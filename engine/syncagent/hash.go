@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
+	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
 // Snapshot hashing (Longhorn's snapshot checksum and bit rot detection,
@@ -128,28 +129,47 @@ func HashDisk(ctx context.Context, path string, rehash bool) (string, bool, erro
 }
 
 // crc64File is the CRC-64/ISO of the file's content, as 16 hex digits.
+// Only the data extents are read; holes are hashed as the zeroes they read
+// as without reading them (crc64Zeros).
 func crc64File(ctx context.Context, path string) (string, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return "", err
 	}
 	defer f.Close()
-	h := crc64.New(crcTable)
-	buf := make([]byte, 1<<20)
-	for {
-		if err := ctx.Err(); err != nil {
-			return "", err
-		}
-		n, err := f.Read(buf)
-		h.Write(buf[:n])
-		if errors.Is(err, io.EOF) {
-			break
-		}
-		if err != nil {
-			return "", err
-		}
+	fi, err := f.Stat()
+	if err != nil {
+		return "", err
 	}
-	return fmt.Sprintf("%016x", h.Sum64()), nil
+	size := fi.Size()
+	var crc uint64
+	pos := int64(0)
+	buf := make([]byte, 1<<20)
+	err = sparse.WalkData(f, 0, size, func(e sparse.Extent) error {
+		crc = crc64Zeros(crc, e.Offset-pos)
+		for off := e.Offset; off < e.End(); {
+			if err := ctx.Err(); err != nil {
+				return err
+			}
+			n, err := f.ReadAt(buf[:min(int64(len(buf)), e.End()-off)], off)
+			crc = crc64.Update(crc, crcTable, buf[:n])
+			off += int64(n)
+			if errors.Is(err, io.EOF) {
+				crc = crc64Zeros(crc, e.End()-off) // shrank under us: the rest reads as zeroes
+				break
+			}
+			if err != nil {
+				return err
+			}
+		}
+		pos = e.End()
+		return nil
+	})
+	if err != nil {
+		return "", err
+	}
+	crc = crc64Zeros(crc, size-pos)
+	return fmt.Sprintf("%016x", crc), nil
 }
 
 // lockFile takes an exclusive flock on path (creating it and its

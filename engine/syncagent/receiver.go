@@ -1,6 +1,7 @@
 package syncagent
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -176,6 +177,9 @@ func (r *Receiver) handleOpen(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.size = iv.End
+	if !r.existed {
+		w.Header().Set(ExtensionsHeader, extZeroHoles)
+	}
 	writeJSON(w, r.existed)
 }
 
@@ -226,8 +230,12 @@ func (r *Receiver) handleHole(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// handleChecksum answers the SHA-512 of a fully allocated range, null for a
-// range with holes (whose data the sender then sends).
+// handleChecksum answers the SHA-512 of a range holding data, holes read as
+// zeroes, and null for a range that is all hole (whose data the sender
+// then sends). Longhorn's receiver answers null for any range with a hole;
+// hashing those too keeps a range whose zero pages a coalesced transfer
+// left as holes (writeNonZero) comparable, and a sender that compares
+// hashes skips only what is equal either way.
 func (r *Receiver) handleChecksum(w http.ResponseWriter, req *http.Request) {
 	f, iv := r.file(w, req)
 	if f == nil {
@@ -240,7 +248,7 @@ func (r *Receiver) handleChecksum(w http.ResponseWriter, req *http.Request) {
 			httpErr(w, http.StatusInternalServerError, err)
 			return
 		}
-		if allocated == iv.Len() {
+		if allocated > 0 {
 			if sum, err = sparse.Checksum(f, iv.Begin, iv.Len()); err != nil {
 				httpErr(w, http.StatusInternalServerError, err)
 				return
@@ -286,7 +294,14 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 		httpErr(w, http.StatusInternalServerError, fmt.Errorf("ssync: body shorter than %d bytes: %w", iv.Len(), err))
 		return
 	}
-	if err := r.writeAt(f, buf, iv.Begin); err != nil {
+	n := iv.Len()
+	var err error
+	if req.Header.Get(ZeroHolesHeader) == "true" && !r.existed {
+		n, err = r.writeNonZero(f, buf, iv.Begin)
+	} else {
+		err = r.writeAt(f, buf, iv.Begin)
+	}
+	if err != nil {
 		httpErr(w, http.StatusInternalServerError, err)
 		return
 	}
@@ -294,8 +309,45 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	_, seen := r.checked[iv.Begin]
 	r.mu.Unlock()
 	if !seen {
-		r.processed.Add(iv.Len())
+		r.processed.Add(n)
 	}
+}
+
+// zeroPage is what an all-zero page of a writeData body is compared with.
+var zeroPage [pageSize]byte
+
+// pageSize is the granularity of writeNonZero: 4 KiB, the file systems'
+// block and Longhorn's sector size.
+const pageSize = 4096
+
+// writeNonZero writes the 4 KiB pages of buf (to be written at off) that
+// hold anything but zeroes, each run of them in one write, and leaves the
+// all-zero pages unwritten: holes of the source, in a file that was all
+// holes (ZeroHolesHeader). It returns the bytes written.
+func (r *Receiver) writeNonZero(f *os.File, buf []byte, off int64) (int64, error) {
+	var written int64
+	start := -1 // first byte of the current run of data pages, or -1
+	flush := func(end int) error {
+		if start < 0 {
+			return nil
+		}
+		written += int64(end - start)
+		_, err := f.WriteAt(buf[start:end], off+int64(start))
+		start = -1
+		return err
+	}
+	for i := 0; i < len(buf); {
+		n := min(pageSize-int((off+int64(i))%pageSize), len(buf)-i)
+		if bytes.Equal(buf[i:i+n], zeroPage[:n]) {
+			if err := flush(i); err != nil {
+				return written, err
+			}
+		} else if start < 0 {
+			start = i
+		}
+		i += n
+	}
+	return written, flush(len(buf))
 }
 
 // writeAt writes through the O_DIRECT descriptor when there is one and the

@@ -89,18 +89,23 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 		s.sendClose(rec)
 		return s.stats(), nil
 	}
-	// A snapshot disk file without a current record is hashed while it is
-	// sent, and close carries the result (see recordLater).
-	later := recordLater(ctx, path, rec)
-	defer func() { s.sendClose(<-later) }()
+	// A snapshot disk file without a current record is hashed from the
+	// bytes it sends, and close carries the result (see hashWhileSending).
+	ct0 := s.hashWhileSending(path, rec)
+	defer func() { s.sendClose(rec) }()
 	existed, err := s.open(ctx, size, opts.DirectIO)
 	if err != nil {
 		return SendStats{}, err
 	}
 	// A file the receiver did not have is all holes after open: only the
-	// data is sent (half the requests for a fragmented file).
+	// data is sent (half the requests for a fragmented file), nearby
+	// extents in one request when the receiver keeps zero pages as holes.
+	s.coalesce = !existed && s.zeroHoles && !noCoalesce
 	if err := s.run(ctx, size, existed, existed); err != nil {
 		return s.stats(), err
+	}
+	if s.crc != nil {
+		rec = recordSent(path, ct0, s.crc.sum(size), rec)
 	}
 	return s.stats(), nil
 }
@@ -135,18 +140,36 @@ func hashRecord(ctx context.Context, path string, rec RecordedMetadata) Recorded
 	return rec
 }
 
-// recordLater returns the record close sends: rec, or for a snapshot disk
-// file without a current one, its checksum computed concurrently with the
-// transfer. The receiver records it, so the next fast rebuild of that
-// replica skips the file whole instead of comparing it range by range.
-func recordLater(ctx context.Context, path string, rec RecordedMetadata) <-chan RecordedMetadata {
-	ch := make(chan RecordedMetadata, 1)
+// hashWhileSending arms the sender to hash the file's data as it reads
+// it, for a snapshot disk file without a current record, and returns the
+// file's change time before the transfer. The receiver records the
+// checksum close carries, so the next fast rebuild of that replica skips
+// the file whole instead of comparing it range by range.
+func (s *sender) hashWhileSending(path string, rec RecordedMetadata) string {
 	if !isSnapshotDisk(path) || isCurrent(path, rec) {
-		ch <- rec
-		return ch
+		return ""
 	}
-	go func() { ch <- hashRecord(ctx, path, rec) }()
-	return ch
+	ct, err := ChangeTime(path)
+	if err != nil {
+		return ""
+	}
+	s.crc = &crcPieces{}
+	return ct
+}
+
+// recordSent records sum, the CRC of the file sent, as its checksum when
+// the file did not change during the transfer (its change time is still
+// ct0), and returns the new record; otherwise rec.
+func recordSent(path, ct0 string, sum uint64, rec RecordedMetadata) RecordedMetadata {
+	if ct, err := ChangeTime(path); err != nil || ct != ct0 {
+		return rec
+	}
+	m := RecordedMetadata{Method: HashMethod, Checksum: fmt.Sprintf("%016x", sum), ChangeTime: ct0,
+		LastHashedAt: time.Now().UTC().Format(time.RFC3339)}
+	if err := WriteRecorded(path, m); err != nil {
+		return rec
+	}
+	return m
 }
 
 // remoteHasSame is the fast path: the receiver's recorded checksum is the
@@ -224,6 +247,13 @@ type sender struct {
 	opts   SendOptions
 	client *http.Client
 
+	// zeroHoles: the receiver leaves zero pages of a ZeroHolesHeader body
+	// unwritten (its open answer said so); coalesce: the data walk groups
+	// nearby extents into one writeData each.
+	zeroHoles, coalesce bool
+	// crc, when set, hashes every data range read (hashWhileSending).
+	crc *crcPieces
+
 	sent, skipped, holes, done atomic.Int64
 }
 
@@ -239,10 +269,11 @@ func (s *sender) open(ctx context.Context, size int64, direct bool) (bool, error
 	q.Set("directIO", fmt.Sprint(direct))
 	deadline := time.Now().Add(openRetryFor)
 	for try := 0; ; try++ {
-		var raw []byte
-		err := s.call(ctx, http.MethodGet, "open", q, nil, &raw)
+		var ans answer
+		err := s.call(ctx, http.MethodGet, "open", q, nil, &ans)
 		if err == nil {
-			return DecodeOpenAnswer(raw)
+			s.zeroHoles = hasToken(ans.header.Get(ExtensionsHeader), extZeroHoles)
+			return DecodeOpenAnswer(ans.body)
 		}
 		var he *httpError
 		if errors.As(err, &he) || ctx.Err() != nil || time.Now().After(deadline) {
@@ -268,6 +299,31 @@ func (s *sender) sendClose(rec RecordedMetadata) {
 type job struct {
 	iv   Interval
 	hole bool
+	// data is the bytes of iv that are data (iv.Len() unless coalesced).
+	data int64
+	// exts are the data extents in iv when coalesced (else iv is one).
+	exts []sparse.Extent
+	// zeroHoles: iv spans several extents, the holes between them are
+	// sent as zeroes (ZeroHolesHeader).
+	zeroHoles bool
+}
+
+// coalesceGap is the largest hole the data walk sends as zeroes to join
+// two extents in one request (s.coalesce): a request costs about as much
+// as moving this many more bytes over the network.
+const coalesceGap = 256 << 10
+
+// noCoalesce turns coalescing off (the benchmark's A/B).
+var noCoalesce bool
+
+// hasToken reports whether the comma-separated list v holds tok.
+func hasToken(v, tok string) bool {
+	for _, t := range strings.Split(v, ",") {
+		if strings.TrimSpace(t) == tok {
+			return true
+		}
+	}
+	return false
 }
 
 // run walks s.f up to size and feeds data batches (and, with holes, the
@@ -302,24 +358,55 @@ func (s *sender) run(ctx context.Context, size int64, holes, existed bool) error
 
 func (s *sender) walk(ctx context.Context, jobs chan<- job, size int64, holes bool) error {
 	pos := int64(0)
+	var win job // the coalesced window being built (s.coalesce); empty while win.data == 0
 	err := sparse.WalkData(s.f, 0, size, func(e sparse.Extent) error {
 		if holes && e.Offset > pos {
 			if err := feed(ctx, jobs, job{iv: Interval{pos, e.Offset}, hole: true}); err != nil {
 				return err
 			}
 		}
+		pos = e.End()
+		if s.coalesce {
+			return coalesceExtent(ctx, jobs, e, &win)
+		}
 		for b := e.Offset; b < e.End(); b += BatchSize {
-			if err := feed(ctx, jobs, job{iv: Interval{b, min(b+BatchSize, e.End())}}); err != nil {
+			n := min(BatchSize, e.End()-b)
+			if err := feed(ctx, jobs, job{iv: Interval{b, b + n}, data: n}); err != nil {
 				return err
 			}
 		}
-		pos = e.End()
 		return nil
 	})
+	if err == nil && win.data > 0 {
+		err = feed(ctx, jobs, win)
+	}
 	if err == nil && holes && pos < size {
 		err = feed(ctx, jobs, job{iv: Interval{pos, size}, hole: true})
 	}
 	return err
+}
+
+// coalesceExtent adds extent e to the window *win, first feeding the window
+// when e is too far from it or would make it longer than BatchSize (then e,
+// or its rest, starts a new one).
+func coalesceExtent(ctx context.Context, jobs chan<- job, e sparse.Extent, win *job) error {
+	for b := e.Offset; b < e.End(); {
+		n := min(BatchSize, e.End()-b)
+		if win.data > 0 && (b-win.iv.End > coalesceGap || b+n-win.iv.Begin > BatchSize) {
+			if err := feed(ctx, jobs, *win); err != nil {
+				return err
+			}
+			*win = job{}
+		}
+		if win.data == 0 {
+			win.iv.Begin = b
+		}
+		n = min(n, win.iv.Begin+BatchSize-b)
+		win.iv.End, win.data, win.zeroHoles = b+n, win.data+n, true
+		win.exts = append(win.exts, sparse.Extent{Offset: b, Length: n})
+		b += n
+	}
+	return nil
 }
 
 func feed(ctx context.Context, jobs chan<- job, j job) error {
@@ -347,23 +434,44 @@ func (s *sender) do(ctx context.Context, j job, existed bool) error {
 		}
 		clear(buf[n:])
 	}
+	if s.crc != nil {
+		s.hashJob(j, buf)
+	}
 	if existed {
 		same, err := s.sameChecksum(ctx, j.iv, buf)
 		if err != nil {
 			return err
 		}
 		if same {
-			s.skipped.Add(j.iv.Len())
-			s.progress(j.iv.Len())
+			s.skipped.Add(j.data)
+			s.progress(j.data)
 			return nil
 		}
 	}
-	if err := s.retry(ctx, func() error { return s.call(ctx, http.MethodPost, "writeData", j.iv.values(), buf, nil) }); err != nil {
+	var hdr http.Header
+	if j.zeroHoles {
+		hdr = http.Header{ZeroHolesHeader: {"true"}}
+	}
+	if err := s.retry(ctx, func() error {
+		return s.callWith(ctx, http.MethodPost, "writeData", j.iv.values(), hdr, buf, nil)
+	}); err != nil {
 		return fmt.Errorf("ssync writeData [%d,%d): %w", j.iv.Begin, j.iv.End, err)
 	}
-	s.sent.Add(j.iv.Len())
-	s.progress(j.iv.Len())
+	s.sent.Add(j.data)
+	s.progress(j.data)
 	return nil
+}
+
+// hashJob adds the data of j (read into buf) to s.crc.
+func (s *sender) hashJob(j job, buf []byte) {
+	if len(j.exts) == 0 {
+		s.crc.add(j.iv.Begin, buf)
+		return
+	}
+	for _, e := range j.exts {
+		o := e.Offset - j.iv.Begin
+		s.crc.add(e.Offset, buf[o:o+e.Length])
+	}
 }
 
 func (s *sender) progress(n int64) {
@@ -434,10 +542,22 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// answer is a 200 answer's raw body and header, for call's out.
+type answer struct {
+	body   []byte
+	header http.Header
+}
+
 // call performs one ssync request with the query q (keys sorted, as Go's
 // url.Values.Encode writes them); out, when set, receives the raw body of a
-// 200 answer (*[]byte) or its JSON decoding (anything else).
+// 200 answer (*[]byte), body and header (*answer) or the body's JSON
+// decoding (anything else).
 func (s *sender) call(ctx context.Context, method, op string, q url.Values, body []byte, out any) error {
+	return s.callWith(ctx, method, op, q, nil, body, out)
+}
+
+// callWith is call with extra request headers hdr.
+func (s *sender) callWith(ctx context.Context, method, op string, q url.Values, hdr http.Header, body []byte, out any) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	u := s.base + op
@@ -451,6 +571,9 @@ func (s *sender) call(ctx context.Context, method, op string, q url.Values, body
 	req, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return err
+	}
+	for k, v := range hdr {
+		req.Header[k] = v
 	}
 	req.Header.Set("Accept", "application/json")
 	if body != nil {
@@ -474,6 +597,9 @@ func (s *sender) call(ctx context.Context, method, op string, q url.Values, body
 		return nil
 	case *[]byte:
 		*o = b
+		return nil
+	case *answer:
+		o.body, o.header = b, resp.Header
 		return nil
 	default:
 		return json.Unmarshal(b, out)

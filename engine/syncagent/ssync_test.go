@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -265,4 +266,118 @@ func FuzzAnswers(f *testing.F) {
 			t.Fatalf("checksum of %d bytes accepted", len(sum))
 		}
 	})
+}
+
+// TestSendFileCoalesced: a fragmented snapshot disk file to a new file on
+// our receiver goes in few requests (nearby extents together, holes as
+// zeroes the receiver leaves unwritten), arrives identical and as sparse,
+// and close records the CRC computed from the bytes sent, as HashDisk
+// would. A receiver whose file existed does not offer the extension.
+func TestSendFileCoalesced(t *testing.T) {
+	dir := t.TempDir()
+	src, dst := filepath.Join(dir, "volume-snap-c.img"), filepath.Join(dir, "dst", "volume-snap-c.img")
+	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const ext, size = 16 << 10, 8 << 20
+	f, err := os.Create(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := f.Truncate(size); err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewSource(3))
+	buf := make([]byte, ext)
+	extents := 0
+	for off := int64(0); off < size; off += 2 * ext {
+		rng.Read(buf)
+		if off%(64*ext) == 0 {
+			clear(buf[4096:8192]) // a zero page inside an extent
+		}
+		if _, err := f.WriteAt(buf, off); err != nil {
+			t.Fatal(err)
+		}
+		extents++
+	}
+	f.Close()
+	var requests atomic.Int64
+	r := receive(t, dst)
+	proxy := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		requests.Add(1)
+		r.srv.Handler.ServeHTTP(w, req)
+	}))
+	defer proxy.Close()
+	st, err := SendFile(context.Background(), src, strings.TrimPrefix(proxy.URL, "http://"), SendOptions{DirectIO: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Err(); err != nil {
+		t.Fatal(err)
+	}
+	sameFiles(t, src, dst)
+	if n := requests.Load(); n > int64(extents)/8 {
+		t.Fatalf("%d requests for %d extents: not coalesced", n, extents)
+	}
+	if st.Sent != int64(extents)*ext {
+		t.Fatalf("sent %d data bytes, want %d", st.Sent, int64(extents)*ext)
+	}
+	if a, _ := sparse.AllocatedBytesPath(dst); a > int64(extents)*ext {
+		t.Fatalf("receiver file holds %d bytes for %d of data", a, int64(extents)*ext)
+	}
+	want, err := crc64File(context.Background(), src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{src, dst} {
+		if rec, _, err := CurrentRecorded(p); err != nil || rec.Checksum != want {
+			t.Fatalf("%s record %+v (%v), want checksum %s", p, rec, err, want)
+		}
+	}
+	// The file now exists: no extension, the sender compares and skips.
+	r2 := receive(t, dst)
+	st2, err := SendFile(context.Background(), src, hostPort("127.0.0.1", r2.Port()), SendOptions{DirectIO: true})
+	if err != nil || st2.Sent != 0 || st2.Skipped != st.Sent {
+		t.Fatalf("second pass %+v, %v", st2, err)
+	}
+}
+
+// TestReceiverZeroHolesOnlyForNewFiles: the zero-holes header is obeyed
+// only in a file that did not exist (a zero page then stays a hole);
+// otherwise zeroes are written over the old bytes.
+func TestReceiverZeroHolesOnlyForNewFiles(t *testing.T) {
+	dir := t.TempDir()
+	old := filepath.Join(dir, "old")
+	if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 8192), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{old, filepath.Join(dir, "new")} {
+		r := receive(t, p)
+		s := &sender{base: "http://" + hostPort("127.0.0.1", r.Port()) + ssyncPrefix, opts: SendOptions{Timeout: 5 * time.Second},
+			client: &httpClientForTest}
+		ctx := context.Background()
+		if _, err := s.open(ctx, 8192, false); err != nil {
+			t.Fatal(err)
+		}
+		if s.zeroHoles != (p != old) {
+			t.Fatalf("%s: extension offered %v", p, s.zeroHoles)
+		}
+		body := append(make([]byte, 4096), bytes.Repeat([]byte{1}, 4096)...)
+		hdr := http.Header{ZeroHolesHeader: {"true"}}
+		if err := s.callWith(ctx, "POST", "writeData", Interval{0, 8192}.values(), hdr, body, nil); err != nil {
+			t.Fatal(err)
+		}
+		s.sendClose(RecordedMetadata{})
+		if err := r.Err(); err != nil {
+			t.Fatal(err)
+		}
+		got, _ := os.ReadFile(p)
+		if !bytes.Equal(got, body) {
+			t.Fatalf("%s: content differs", p)
+		}
+		a, _ := sparse.AllocatedBytesPath(p)
+		if p != old && a > 4096 {
+			t.Fatalf("%s: zero page written (%d bytes allocated)", p, a)
+		}
+	}
 }
