@@ -164,11 +164,10 @@ func runManager(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	grpcTLS, err := managerGRPCTLS(context.Background(), kube, cfg.opts.Namespace)
+	engines, err := managerEngineHandler(context.Background(), kube, cfg.opts.Namespace)
 	if err != nil {
 		return err
 	}
-	engines := engineapi.NewHandler(engineapi.HandlerOptions{TLS: grpcTLS})
 	defer engines.Close()
 	m, err := controller.New(cfg.opts, kube, ds, engines)
 	if err != nil {
@@ -324,6 +323,17 @@ func shutdownHTTP(srv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
+}
+
+// managerEngineHandler is the manager's engineapi.Handler: it dials
+// instance managers with mutual TLS when the Secret longhorn-grpc-tls
+// exists at start, else in plaintext.
+func managerEngineHandler(ctx context.Context, kube kubernetes.Interface, namespace string) (*engineapi.Handler, error) {
+	cfg, err := managerGRPCTLS(ctx, kube, namespace)
+	if err != nil {
+		return nil, err
+	}
+	return engineapi.NewHandler(engineapi.HandlerOptions{TLS: cfg}), nil
 }
 
 // managerGRPCTLS reads the Secret longhorn-grpc-tls at start: when it
