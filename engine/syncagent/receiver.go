@@ -37,6 +37,9 @@ type Receiver struct {
 	// existed: the file existed when the receiver started (the open answer).
 	existed bool
 	idleFor time.Duration
+	// empty: the file held no data after open (new, or all holes), so
+	// writeData may leave zero pages unwritten (ZeroHolesHeader).
+	empty bool
 
 	mu      gosync.Mutex
 	f       *os.File // buffered
@@ -177,10 +180,19 @@ func (r *Receiver) handleOpen(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.size = iv.End
-	if !r.existed {
+	r.empty = !r.existed || !hasData(r.f, iv.End)
+	if r.empty {
 		w.Header().Set(ExtensionsHeader, extZeroHoles)
 	}
 	writeJSON(w, r.existed)
+}
+
+// hasData reports whether f holds a data extent below size (true when
+// that cannot be told).
+func hasData(f *os.File, size int64) bool {
+	found := errors.New("data")
+	err := sparse.WalkData(f, 0, size, func(sparse.Extent) error { return found })
+	return err != nil
 }
 
 // openLocked opens the file (once); with direct also an O_DIRECT
@@ -296,7 +308,10 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	}
 	n := iv.Len()
 	var err error
-	if req.Header.Get(ZeroHolesHeader) == "true" && !r.existed {
+	r.mu.Lock()
+	empty := r.empty
+	r.mu.Unlock()
+	if req.Header.Get(ZeroHolesHeader) == "true" && empty {
 		n, err = r.writeNonZero(f, buf, iv.Begin)
 	} else {
 		err = r.writeAt(f, buf, iv.Begin)
