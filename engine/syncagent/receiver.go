@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
@@ -313,6 +315,12 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	r.mu.Unlock()
 	if req.Header.Get(ZeroHolesHeader) == "true" && empty {
 		n, err = r.writeNonZero(f, buf, iv.Begin)
+		if err == nil && n > 0 {
+			// Start the writeback now rather than at close's fsync, so
+			// a rebuild does not pile up dirty pages that then stall
+			// the disk (and the volume's clients) at once.
+			_ = unix.SyncFileRange(int(f.Fd()), iv.Begin, iv.Len(), unix.SYNC_FILE_RANGE_WRITE)
+		}
 	} else {
 		err = r.writeAt(f, buf, iv.Begin)
 	}
