@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -68,6 +69,9 @@ func (c *BackupController) syncBackup(ctx context.Context, key string) (Result, 
 	if c.skipReconcile(bRO, "Backup") {
 		return Done, nil
 	}
+	if bRO, err = c.claim(ctx, bRO); err != nil || bRO == nil {
+		return Done, err
+	}
 	if bRO.DeletionTimestamp != nil {
 		return c.deleteBackup(ctx, bRO)
 	}
@@ -84,6 +88,25 @@ func (c *BackupController) syncBackup(ctx context.Context, key string) (Result, 
 		return c.followBackup(ctx, bRO)
 	}
 	return Done, nil
+}
+
+// claim makes this manager the Backup's owner before it acts, as Longhorn's
+// backup controller does: while a new Backup has no owner every manager is
+// responsible for it, and the status update's resourceVersion lets only one
+// of them win (the others get a conflict and leave it, nil). Without it each
+// manager started the same backup: three lock files, serialized in 10 s
+// steps, and the backup ran up to three times.
+func (c *BackupController) claim(ctx context.Context, bRO *longhorn.Backup) (*longhorn.Backup, error) {
+	if bRO.Status.OwnerID == c.opts.NodeName {
+		return bRO, nil
+	}
+	b := bRO.DeepCopy()
+	b.Status.OwnerID = c.opts.NodeName
+	b, err := c.ds.UpdateBackupStatus(ctx, b)
+	if apierrors.IsConflict(err) {
+		return nil, nil
+	}
+	return b, err
 }
 
 // targetName is the Backup's backup target (label, then the default).
@@ -235,6 +258,15 @@ func (c *BackupController) complete(ctx context.Context, bRO *longhorn.Backup, u
 	}
 	defer store.Close()
 	info, err := store.InspectBackup(ctx, bRO.Labels[labelBackupVolume], bRO.Name)
+	if errors.Is(err, engineapi.ErrBackupNotFound) {
+		if _, _, written, derr := engineapi.DecodeBackupURL(url); derr == nil && written != btRO.Spec.BackupTargetURL {
+			// the target changed while the backup ran: it went to the old
+			// target, which the manager no longer follows
+			_, ferr := c.fail(ctx, bRO, fmt.Sprintf("backup target %s changed from %s to %s while the backup ran; the backup was written to %s",
+				btRO.Name, written, btRO.Spec.BackupTargetURL, written))
+			return ferr
+		}
+	}
 	if err != nil {
 		return err
 	}

@@ -140,11 +140,11 @@ func (l *Lock) Acquire(ctx context.Context) error {
 	if err := l.save(ctx); err != nil {
 		return err
 	}
-	start := l.serverTime
+	start, t0, checks := l.serverTime, time.Now(), 0
 	if err := sleepCtx(ctx, o.LockCheckWait); err != nil {
 		return l.abandon(err)
 	}
-	for {
+	for ; ; checks++ {
 		locks, err := l.s.listLocks(ctx, l.volume)
 		if err != nil {
 			return l.abandon(err)
@@ -157,7 +157,17 @@ func (l *Lock) Acquire(ctx context.Context) error {
 				return l.abandon(err)
 			}
 			l.startRefresh()
+			o.Log.WithFields(map[string]any{"volume": l.volume, "lock": l.file.Name, "type": l.file.Type,
+				"operation": l.file.Operation, "waited": time.Since(t0).Round(time.Millisecond), "rechecks": checks}).Info("backupstore: lock acquired")
 			return nil
+		}
+		if checks == 0 {
+			var who []string
+			for _, b := range append(typ, op...) {
+				who = append(who, fmt.Sprintf("%s(type %d, %s)", b.Name, b.Type, b.Operation))
+			}
+			o.Log.WithFields(map[string]any{"volume": l.volume, "lock": l.file.Name, "operation": l.file.Operation,
+				"blockers": strings.Join(who, ",")}).Info("backupstore: lock waits behind other locks")
 		}
 		if len(typ) > 0 && o.Now().Sub(start) > o.LockMaxWait {
 			return l.abandon(fmt.Errorf("%w: volume %s: lock %s (type %d) is held by %s (type %d), waited %v",

@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
@@ -37,6 +39,9 @@ type Receiver struct {
 	// existed: the file existed when the receiver started (the open answer).
 	existed bool
 	idleFor time.Duration
+	// empty: the file held no data after open (new, or all holes), so
+	// writeData may leave zero pages unwritten (ZeroHolesHeader).
+	empty bool
 
 	mu      gosync.Mutex
 	f       *os.File // buffered
@@ -177,10 +182,19 @@ func (r *Receiver) handleOpen(w http.ResponseWriter, req *http.Request) {
 		return
 	}
 	r.size = iv.End
-	if !r.existed {
+	r.empty = !r.existed || !hasData(r.f, iv.End)
+	if r.empty {
 		w.Header().Set(ExtensionsHeader, extZeroHoles)
 	}
 	writeJSON(w, r.existed)
+}
+
+// hasData reports whether f holds a data extent below size (true when
+// that cannot be told).
+func hasData(f *os.File, size int64) bool {
+	found := errors.New("data")
+	err := sparse.WalkData(f, 0, size, func(sparse.Extent) error { return found })
+	return err != nil
 }
 
 // openLocked opens the file (once); with direct also an O_DIRECT
@@ -296,8 +310,17 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	}
 	n := iv.Len()
 	var err error
-	if req.Header.Get(ZeroHolesHeader) == "true" && !r.existed {
+	r.mu.Lock()
+	empty := r.empty
+	r.mu.Unlock()
+	if req.Header.Get(ZeroHolesHeader) == "true" && empty {
 		n, err = r.writeNonZero(f, buf, iv.Begin)
+		if err == nil && n > 0 {
+			// Start the writeback now rather than at close's fsync, so
+			// a rebuild does not pile up dirty pages that then stall
+			// the disk (and the volume's clients) at once.
+			_ = unix.SyncFileRange(int(f.Fd()), iv.Begin, iv.Len(), unix.SYNC_FILE_RANGE_WRITE)
+		}
 	} else {
 		err = r.writeAt(f, buf, iv.Begin)
 	}

@@ -100,6 +100,11 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 	// A file the receiver did not have is all holes after open: only the
 	// data is sent (half the requests for a fragmented file), nearby
 	// extents in one request when the receiver keeps zero pages as holes.
+	// Our receiver offers that for an existing file without data too (the
+	// empty snapshot the rebuild target took itself): nothing to compare.
+	if s.zeroHoles {
+		existed = false
+	}
 	s.coalesce = !existed && s.zeroHoles && !noCoalesce
 	if err := s.run(ctx, size, existed, existed); err != nil {
 		return s.stats(), err

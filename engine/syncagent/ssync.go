@@ -48,13 +48,15 @@ const (
 
 // An extension of the ssync wire between our own sender and receiver,
 // invisible to Longhorn's (which neither sends nor reads these headers, so
-// both directions stay Longhorn's protocol): a receiver whose file did not
-// exist answers open with ExtensionsHeader: zero-holes. A sender that sees
-// it may send several nearby data extents in one writeData, the holes
-// between them as zeroes, with the request header ZeroHolesHeader: true;
-// the receiver then leaves that body's all-zero 4 KiB pages unwritten, so
-// the new file stays as sparse as the source with a fraction of the
-// requests. Sent only for a range the receiver never wrote before.
+// both directions stay Longhorn's protocol): a receiver whose file holds
+// no data after open (it did not exist, or is all holes) answers open with
+// ExtensionsHeader: zero-holes. A sender that sees it skips the checksum
+// comparison (nothing to compare) and may send several nearby data extents
+// in one writeData, the holes between them as zeroes, with the request
+// header ZeroHolesHeader: true; the receiver then leaves that body's
+// all-zero 4 KiB pages unwritten, so the new file stays as sparse as the
+// source with a fraction of the requests. Sent only for a range the
+// receiver never wrote before.
 const (
 	// ExtensionsHeader is the open answer's header listing the receiver's
 	// extensions.

@@ -343,15 +343,22 @@ func TestSendFileCoalesced(t *testing.T) {
 }
 
 // TestReceiverZeroHolesOnlyForNewFiles: the zero-holes header is obeyed
-// only in a file that did not exist (a zero page then stays a hole);
-// otherwise zeroes are written over the old bytes.
+// only in a file without data at open (new, or all holes: a zero page then
+// stays a hole); otherwise zeroes are written over the old bytes.
 func TestReceiverZeroHolesOnlyForNewFiles(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "old")
 	if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 8192), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{old, filepath.Join(dir, "new")} {
+	holes := filepath.Join(dir, "holes") // exists, no data: as good as new
+	if err := os.WriteFile(holes, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(holes, 1<<20); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{old, filepath.Join(dir, "new"), holes} {
 		r := receive(t, p)
 		s := &sender{base: "http://" + hostPort("127.0.0.1", r.Port()) + ssyncPrefix, opts: SendOptions{Timeout: 5 * time.Second},
 			client: &httpClientForTest}

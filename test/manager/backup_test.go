@@ -24,6 +24,7 @@ import (
 // returns the Backup.
 func (c *cluster) backupOf(t *testing.T, vol, snap, name string) *longhorn.Backup {
 	t.Helper()
+	t0 := time.Now()
 	_, err := c.lh.LonghornV1beta2().Snapshots(ns).Create(c.ctx, &longhorn.Snapshot{
 		ObjectMeta: metav1.ObjectMeta{Name: snap, Namespace: ns},
 		Spec:       longhorn.SnapshotSpec{Volume: vol, CreateSnapshot: true}}, metav1.CreateOptions{})
@@ -41,17 +42,27 @@ func (c *cluster) backupOf(t *testing.T, vol, snap, name string) *longhorn.Backu
 	c.must(err)
 	var b *longhorn.Backup
 	start := time.Now()
+	snapReady := start.Sub(t0)
+	var inProgress, progressed time.Duration // first seen InProgress, first seen progress > 0
 	c.eventually("backup "+name+" completed", 2*time.Minute, func() (bool, string) {
 		b, err = c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
+		}
+		if inProgress == 0 && b.Status.State == longhorn.BackupStateInProgress {
+			inProgress = time.Since(start)
+		}
+		if progressed == 0 && b.Status.Progress > 0 {
+			progressed = time.Since(start)
 		}
 		if b.Status.State == longhorn.BackupStateError {
 			t.Fatalf("backup %s failed: %s", name, b.Status.Error)
 		}
 		return b.Status.State == longhorn.BackupStateCompleted && b.Status.URL != "", fmt.Sprintf("%s %d%% %s", b.Status.State, b.Status.Progress, b.Status.Error)
 	})
-	t.Logf("MEASURE backup %s of %s: %v (newly uploaded %s bytes)", name, vol, time.Since(start).Round(time.Millisecond), b.Status.NewlyUploadedDataSize)
+	t.Logf("MEASURE backup %s of %s: %v (newly uploaded %s bytes); stages: snapshot ready %v, backup InProgress +%v, progress>0 +%v, Completed +%v",
+		name, vol, time.Since(start).Round(time.Millisecond), b.Status.NewlyUploadedDataSize, snapReady.Round(time.Millisecond),
+		inProgress.Round(time.Millisecond), progressed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	return b
 }
 
@@ -157,6 +168,8 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	t.Run("recurring job on a detached volume", func(t *testing.T) { testDetachedRecurringJob(t, c, "bak-restored") })
 	t.Run("corrupted block", func(t *testing.T) { testCorruptedBlock(t, c, filepath.Join(c.dir, "backupstore"), b1.Status.URL, spec) })
 	t.Run("unreachable target", func(t *testing.T) { testUnreachableTarget(t, c, src, target) })
+	t.Run("deleting backups removes unreferenced blocks", func(t *testing.T) { testDeleteBackupBlocks(t, c, store, src) })
+	t.Run("target changed during a backup", func(t *testing.T) { testTargetChanged(t, c, src, target) })
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
@@ -383,4 +396,83 @@ func testUnreachableTarget(t *testing.T, c *cluster, vol, good string) {
 	})
 	t.Logf("MEASURE backup to the unreachable target failed after %v", time.Since(start).Round(time.Millisecond))
 	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, "bak-backup-unreachable", metav1.DeleteOptions{}))
+}
+
+// testDeleteBackupBlocks deletes vol's Backups through the API and counts
+// the blocks in the store (Longhorn bug #1431): deleting bak-backup-1, whose
+// blocks all later backups still use, removes none; deleting the rest
+// removes every block of the volume.
+func testDeleteBackupBlocks(t *testing.T, c *cluster, store, vol string) {
+	before := countBlocks(t, store)
+	deleteBackups := func(selector func(*longhorn.Backup) bool) {
+		list, err := c.lh.LonghornV1beta2().Backups(ns).List(c.ctx, metav1.ListOptions{LabelSelector: "longhorn.io/backup-volume=" + vol})
+		c.must(err)
+		var names []string
+		for i := range list.Items {
+			if selector(&list.Items[i]) {
+				names = append(names, list.Items[i].Name)
+				c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, list.Items[i].Name, metav1.DeleteOptions{}))
+			}
+		}
+		start := time.Now()
+		c.eventually(fmt.Sprintf("backups %v gone", names), 2*time.Minute, func() (bool, string) {
+			for _, n := range names {
+				if _, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, n, metav1.GetOptions{}); err == nil {
+					return false, n + " still there"
+				}
+			}
+			return true, ""
+		})
+		t.Logf("MEASURE deleting %d backups of %s: %v", len(names), vol, time.Since(start).Round(time.Millisecond))
+	}
+	deleteBackups(func(b *longhorn.Backup) bool { return b.Name == "bak-backup-1" })
+	if n := countBlocks(t, store); n != before || n == 0 {
+		t.Fatalf("deleting bak-backup-1 (all its blocks still used by later backups): %d blocks, want %d", n, before)
+	}
+	deleteBackups(func(*longhorn.Backup) bool { return true })
+	if n := countBlocks(t, store); n != 0 {
+		t.Fatalf("all backups of %s deleted: %d blocks left in the store (was %d)", vol, n, before)
+	}
+	t.Logf("deleting all backups of %s removed all %d blocks", vol, before)
+}
+
+// testTargetChanged points the BackupTarget at another (empty, available)
+// store while a backup of vol runs: the Backup fails with a message naming
+// both targets instead of staying InProgress (the engine wrote it to the old
+// target, which the manager no longer follows); the target then goes back.
+func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
+	const name = "bak-backup-switch"
+	_, err := c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
+		Spec:       longhorn.BackupSpec{SnapshotName: "bak-snap-3"}}, metav1.CreateOptions{})
+	c.must(err)
+	c.eventually("backup "+name+" in progress", 60*time.Second, func() (bool, string) {
+		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return b.Status.State == longhorn.BackupStateInProgress, string(b.Status.State)
+	})
+	other := "vfs://" + filepath.Join(c.dir, "backupstore-other")
+	c.must(os.MkdirAll(filepath.Join(c.dir, "backupstore-other"), 0o755))
+	c.setTarget(t, other, true)
+	start := time.Now()
+	c.eventually("backup "+name+" fails naming the target change", 60*time.Second, func() (bool, string) {
+		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if b.Status.State == longhorn.BackupStateCompleted {
+			t.Fatalf("backup %s completed on the new target %s", name, other)
+		}
+		return b.Status.State == longhorn.BackupStateError && strings.Contains(b.Status.Error, "changed from "+good+" to "+other),
+			fmt.Sprintf("%s %q", b.Status.State, b.Status.Error)
+	})
+	t.Logf("MEASURE backup ended %v after the target changed", time.Since(start).Round(time.Millisecond))
+	c.setTarget(t, good, true)
+	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, name, metav1.DeleteOptions{}))
+	c.eventually("backup "+name+" deleted", 60*time.Second, func() (bool, string) {
+		_, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+		return err != nil, "still there"
+	})
 }

@@ -61,14 +61,26 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	if req.BackupName == "" {
 		req.BackupName = backupstore.GenerateName("backup")
 	}
+	// The name is taken before the lock is waited for, so a second call for
+	// the same backup (a retried RPC) is refused at once instead of taking a
+	// second lock and running the backup again.
+	prepCtx, prepCancel := context.WithCancel(ctx)
+	defer prepCancel()
 	m.mu.Lock()
 	if t, ok := m.backups[req.BackupName]; ok && t.status.State == StateInProgress {
 		m.mu.Unlock()
 		return CreateResult{}, fmt.Errorf("%w: backup %s is already in progress", ErrBusy, req.BackupName)
 	}
+	prep := &backupTask{cancel: prepCancel, status: BackupStatus{State: StateInProgress, SnapshotName: req.SnapshotName}}
+	m.backups[req.BackupName] = prep
 	m.mu.Unlock()
-	job, src, store, err := m.prepare(ctx, req)
+	job, src, store, err := m.prepare(prepCtx, req)
 	if err != nil {
+		m.mu.Lock()
+		if m.backups[req.BackupName] == prep {
+			delete(m.backups, req.BackupName)
+		}
+		m.mu.Unlock()
 		return CreateResult{}, err
 	}
 	runCtx, cancel := context.WithCancel(m.ctx)
