@@ -11,6 +11,7 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 
+	"github.com/longhorn-go/longhorn/engineapi"
 	"github.com/longhorn-go/longhorn/instance-manager/logfile"
 	"github.com/longhorn-go/longhorn/instance-manager/process"
 	"github.com/longhorn-go/longhorn/instance-manager/server"
@@ -30,6 +31,7 @@ func instanceManagerCommand() *cli.Command {
 			&cli.DurationFlag{Name: "stop-timeout", Value: 10 * time.Second, Usage: "how long a stopping process may take before SIGKILL"},
 			&cli.Int64Flag{Name: "log-max-size", Value: logfile.DefaultMaxSize, Usage: "bytes per process log file before rotation"},
 			&cli.IntFlag{Name: "log-max-files", Value: logfile.DefaultMaxFiles, Usage: "rotated log files kept per process"},
+			&cli.StringFlag{Name: "tls-dir", Value: engineapi.TLSDir, Usage: "directory of the Secret longhorn-grpc-tls (ca.crt, tls.crt, tls.key): when the files are there every service serves mutual TLS, else plaintext"},
 			&cli.BoolFlag{Name: "no-proxy", Usage: "play an instance manager older than the engine proxy (tests of the upgrade path): report proxy API version 0 and serve nothing on --proxy-listen"},
 		},
 		Action: runInstanceManager,
@@ -57,7 +59,13 @@ func runInstanceManager(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	srv, err := server.New(server.Config{Listen: c.String("listen"), ProxyListen: c.String("proxy-listen"), Manager: mgr, NoProxy: c.Bool("no-proxy")})
+	tlsCfg, err := engineapi.ServerTLSFromDir(c.String("tls-dir"))
+	if err != nil {
+		return fmt.Errorf("--tls-dir: %w", err)
+	}
+	logrus.WithField("tls", tlsCfg != nil).Info("instance manager: gRPC transport")
+	srv, err := server.New(server.Config{Listen: c.String("listen"), ProxyListen: c.String("proxy-listen"), Manager: mgr,
+		NoProxy: c.Bool("no-proxy"), TLS: tlsCfg})
 	if err != nil {
 		return err
 	}

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"reflect"
 	"slices"
@@ -257,6 +258,15 @@ func (c *BackupController) complete(ctx context.Context, bRO *longhorn.Backup, u
 	}
 	defer store.Close()
 	info, err := store.InspectBackup(ctx, bRO.Labels[labelBackupVolume], bRO.Name)
+	if errors.Is(err, engineapi.ErrBackupNotFound) {
+		if _, _, written, derr := engineapi.DecodeBackupURL(url); derr == nil && written != btRO.Spec.BackupTargetURL {
+			// the target changed while the backup ran: it went to the old
+			// target, which the manager no longer follows
+			_, ferr := c.fail(ctx, bRO, fmt.Sprintf("backup target %s changed from %s to %s while the backup ran; the backup was written to %s",
+				btRO.Name, written, btRO.Spec.BackupTargetURL, written))
+			return ferr
+		}
+	}
 	if err != nil {
 		return err
 	}

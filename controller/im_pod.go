@@ -55,7 +55,7 @@ type imPodParams struct {
 // tolerations, node selector, pull secret and policy). The pod carries an
 // owner reference to im.
 func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
-	privileged, isController := true, true
+	privileged, isController, optional := true, true, true
 	bidir := corev1.MountPropagationBidirectional
 	dirType := corev1.HostPathDirectoryOrCreate
 	pod := &corev1.Pod{
@@ -84,7 +84,8 @@ func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 					"--listen", fmt.Sprintf("$(POD_IP):%d", engineapi.DefaultInstanceManagerPort),
 					"--proxy-listen", fmt.Sprintf("$(POD_IP):%d", engineapi.DefaultProxyPort),
 					"--port-range", imPortRange,
-					"--data-root", p.DataPath + "/instance-manager"},
+					"--data-root", p.DataPath + "/instance-manager",
+					"--tls-dir", engineapi.TLSDir},
 				Env: []corev1.EnvVar{{Name: "POD_IP", ValueFrom: &corev1.EnvVarSource{
 					FieldRef: &corev1.ObjectFieldSelector{FieldPath: "status.podIP"}}}},
 				Ports: []corev1.ContainerPort{
@@ -98,12 +99,16 @@ func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 					{Name: "dev", MountPath: "/dev"},
 					{Name: "proc", MountPath: "/host/proc"},
 					{Name: "longhorn", MountPath: p.DataPath, MountPropagation: &bidir},
+					{Name: "grpc-tls", MountPath: engineapi.TLSDir, ReadOnly: true},
 				},
 			}},
 			Volumes: []corev1.Volume{
 				{Name: "dev", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/dev"}}},
 				{Name: "proc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc"}}},
 				{Name: "longhorn", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p.DataPath, Type: &dirType}}},
+				// Mutual TLS when the Secret exists (engineapi.TLSSecretName).
+				{Name: "grpc-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
+					SecretName: engineapi.TLSSecretName, Optional: &optional}}},
 			},
 		},
 	}

@@ -2,9 +2,11 @@ package engineapi
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -12,6 +14,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
@@ -43,6 +46,10 @@ type HandlerOptions struct {
 	CheckInterval time.Duration
 	// CheckTimeout bounds one check; default 3 s.
 	CheckTimeout time.Duration
+	// TLS, when set, is used to dial instance managers (mutual TLS, see
+	// ClientTLS); nil dials them in plaintext. Engines reached directly
+	// are always plaintext.
+	TLS *tls.Config
 }
 
 // Handler keeps one connection pair per instance manager, shared by all
@@ -66,6 +73,7 @@ type imEntry struct {
 	versions  APIVersions
 	lastCheck time.Time
 	dials     *atomic.Int64
+	tls       *tls.Config
 	// engines are direct connections to engines (by address), used when
 	// the instance manager has no proxy (engines_direct.go).
 	engines map[string]*grpc.ClientConn
@@ -159,7 +167,7 @@ func (h *Handler) entry(ctx context.Context, im IMAddress) (*imEntry, error) {
 	}
 	e, ok := h.ims[im]
 	if !ok {
-		e = &imEntry{addr: im, dials: &h.dials}
+		e = &imEntry{addr: im, dials: &h.dials, tls: h.opts.TLS}
 		h.ims[im] = e
 	}
 	h.mu.Unlock()
@@ -220,11 +228,15 @@ var dialOptions = []grpc.DialOption{
 }
 
 func (e *imEntry) dialLocked() error {
-	cc, err := grpc.NewClient("passthrough:///"+e.addr.Address, dialOptions...)
+	opts := dialOptions
+	if e.tls != nil {
+		opts = append(slices.Clone(dialOptions), grpc.WithTransportCredentials(credentials.NewTLS(e.tls)))
+	}
+	cc, err := grpc.NewClient("passthrough:///"+e.addr.Address, opts...)
 	if err != nil {
 		return fmt.Errorf("instance manager %s: %w", e.addr.Address, err)
 	}
-	pcc, err := grpc.NewClient("passthrough:///"+e.addr.ProxyAddress, dialOptions...)
+	pcc, err := grpc.NewClient("passthrough:///"+e.addr.ProxyAddress, opts...)
 	if err != nil {
 		_ = cc.Close()
 		return fmt.Errorf("instance manager proxy %s: %w", e.addr.ProxyAddress, err)

@@ -12,6 +12,7 @@ package server
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -21,6 +22,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/keepalive"
@@ -51,6 +53,9 @@ type Config struct {
 	// reports proxy API version 0 and nothing listens on ProxyListen, so
 	// the manager falls back to calling engines directly.
 	NoProxy bool
+	// TLS, when set, makes every service (process, instance, proxy) serve
+	// TLS with it (mutual: see engineapi.ServerTLSFromDir); nil: plaintext.
+	TLS *tls.Config
 }
 
 // Server runs the instance manager's two gRPC servers.
@@ -92,6 +97,9 @@ func New(cfg Config) (*Server, error) {
 		grpc.ChainUnaryInterceptor(loggingUnary(cfg.Logger)),
 		grpc.ChainStreamInterceptor(loggingStream(cfg.Logger)),
 		grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: 5 * time.Second, PermitWithoutStream: true}),
+	}
+	if cfg.TLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(cfg.TLS)))
 	}
 	s.main = grpc.NewServer(opts...)
 	imrpc.RegisterProcessManagerServiceServer(s.main, &processServer{m: cfg.Manager, replaceTimeout: cfg.ReplaceTimeout, noProxy: cfg.NoProxy})

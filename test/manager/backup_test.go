@@ -169,6 +169,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	t.Run("corrupted block", func(t *testing.T) { testCorruptedBlock(t, c, filepath.Join(c.dir, "backupstore"), b1.Status.URL, spec) })
 	t.Run("unreachable target", func(t *testing.T) { testUnreachableTarget(t, c, src, target) })
 	t.Run("deleting backups removes unreferenced blocks", func(t *testing.T) { testDeleteBackupBlocks(t, c, store, src) })
+	t.Run("target changed during a backup", func(t *testing.T) { testTargetChanged(t, c, src, target) })
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
@@ -433,4 +434,45 @@ func testDeleteBackupBlocks(t *testing.T, c *cluster, store, vol string) {
 		t.Fatalf("all backups of %s deleted: %d blocks left in the store (was %d)", vol, n, before)
 	}
 	t.Logf("deleting all backups of %s removed all %d blocks", vol, before)
+}
+
+// testTargetChanged points the BackupTarget at another (empty, available)
+// store while a backup of vol runs: the Backup fails with a message naming
+// both targets instead of staying InProgress (the engine wrote it to the old
+// target, which the manager no longer follows); the target then goes back.
+func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
+	const name = "bak-backup-switch"
+	_, err := c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
+		Spec:       longhorn.BackupSpec{SnapshotName: "bak-snap-3"}}, metav1.CreateOptions{})
+	c.must(err)
+	c.eventually("backup "+name+" in progress", 60*time.Second, func() (bool, string) {
+		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return b.Status.State == longhorn.BackupStateInProgress, string(b.Status.State)
+	})
+	other := "vfs://" + filepath.Join(c.dir, "backupstore-other")
+	c.must(os.MkdirAll(filepath.Join(c.dir, "backupstore-other"), 0o755))
+	c.setTarget(t, other, true)
+	start := time.Now()
+	c.eventually("backup "+name+" fails naming the target change", 60*time.Second, func() (bool, string) {
+		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if b.Status.State == longhorn.BackupStateCompleted {
+			t.Fatalf("backup %s completed on the new target %s", name, other)
+		}
+		return b.Status.State == longhorn.BackupStateError && strings.Contains(b.Status.Error, "changed from "+good+" to "+other),
+			fmt.Sprintf("%s %q", b.Status.State, b.Status.Error)
+	})
+	t.Logf("MEASURE backup ended %v after the target changed", time.Since(start).Round(time.Millisecond))
+	c.setTarget(t, good, true)
+	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, name, metav1.DeleteOptions{}))
+	c.eventually("backup "+name+" deleted", 60*time.Second, func() (bool, string) {
+		_, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+		return err != nil, "still there"
+	})
 }

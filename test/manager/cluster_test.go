@@ -50,6 +50,33 @@ const (
 
 var env *testenv.Env
 
+// envUsed: a cluster ran on the shared control plane (env) and left its
+// objects there (webhook configurations, nodes, instance managers); the
+// next cluster gets a control plane of its own (freshEnv).
+var envUsed bool
+
+// freshEnv makes env a new control plane for this test when a previous
+// cluster used the shared one, and puts the shared one back at cleanup
+// (tests of this package run one at a time).
+func freshEnv(t *testing.T) {
+	if !envUsed {
+		envUsed = true
+		return
+	}
+	shared := env
+	fresh, err := testenv.Start(testenv.Options{})
+	if err != nil {
+		t.Fatalf("control plane: %v", err)
+	}
+	env = fresh
+	t.Cleanup(func() {
+		env = shared
+		if err := fresh.Stop(); err != nil {
+			t.Errorf("control plane stop: %v", err)
+		}
+	})
+}
+
 func TestMain(m *testing.M) {
 	os.Exit(testenv.Run(m, testenv.Options{}, &env))
 }
@@ -107,6 +134,7 @@ func newCluster(t *testing.T, managerEnv ...string) *cluster {
 	t.Helper()
 	env.Require(t)
 	testutil.RequireTool(t, "qemu-io")
+	freshEnv(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &cluster{t: t, ctx: ctx, binary: testutil.LonghornBinary(t), dir: t.TempDir(), managerEnv: managerEnv}
 	if d := os.Getenv("LONGHORN_MANAGER_TEST_DIR"); d != "" {

@@ -96,6 +96,9 @@ func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode) *podProc {
 		if a == "--data-root" && i+1 < len(args) {
 			args[i+1] = filepath.Join(c.dir, n.name, "instance-manager")
 		}
+		if a == "--tls-dir" && i+1 < len(args) {
+			args[i+1] = c.secretVolume(n, "longhorn-grpc-tls")
+		}
 	}
 	log, err := os.Create(filepath.Join(c.dir, pod.Name+".log"))
 	if err != nil {
@@ -122,6 +125,28 @@ func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode) *podProc {
 	p := &podProc{cmd: cmd, exited: make(chan struct{})}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p
+}
+
+// secretVolume materializes the optional Secret volume name for a pod of
+// node n (its keys as files; an empty directory without the Secret) and
+// returns the directory.
+func (c *cluster) secretVolume(n *simNode, name string) string {
+	dir := filepath.Join(c.dir, n.name, "secret-"+name)
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		c.t.Errorf("secret volume %s: %v", name, err)
+		return dir
+	}
+	s, err := c.kube.CoreV1().Secrets(ns).Get(c.ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return dir
+	}
+	for k, v := range s.Data {
+		if err := os.WriteFile(filepath.Join(dir, k), v, 0o600); err != nil {
+			c.t.Errorf("secret volume %s: %v", name, err)
+		}
+	}
+	return dir
 }
 
 // podRunDir is where engines put their NBD sockets

@@ -1,0 +1,131 @@
+package manager_test
+
+import (
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
+	"fmt"
+	"math/big"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/longhorn-go/longhorn/instance-manager/imrpc"
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+)
+
+// TestGRPCMutualTLS: with the Secret longhorn-grpc-tls (ca.crt, tls.crt,
+// tls.key) created, managers restarted and the idle instance-manager pods
+// recreated (they mount the Secret), every instance manager serves mutual
+// TLS: the managers reach them (running, versions read), a volume attaches
+// and takes a snapshot through the proxy, and a plaintext client of an
+// instance manager is refused.
+func TestGRPCMutualTLS(t *testing.T) {
+	c := newCluster(t)
+	ca, cert, key := grpcTestPKI(t)
+	_, err := c.kube.CoreV1().Secrets(ns).Create(c.ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "longhorn-grpc-tls"},
+		Data: map[string][]byte{"ca.crt": ca, "tls.crt": cert, "tls.key": key}}, metav1.CreateOptions{})
+	c.must(err)
+	for _, n := range c.nodes {
+		c.stopManager(n)
+	}
+	old := c.imPods()
+	for _, p := range old {
+		c.must(c.kube.CoreV1().Pods(ns).Delete(c.ctx, p.Name, metav1.DeleteOptions{}))
+	}
+	for _, n := range c.nodes {
+		c.startManager(n)
+	}
+	c.eventually("three new instance-manager pods", 60*time.Second, func() (bool, string) {
+		pods := c.imPods()
+		fresh := 0
+		for node, p := range pods {
+			if p.UID != old[node].UID && p.Status.Phase == corev1.PodRunning {
+				fresh++
+			}
+		}
+		return fresh == 3, fmt.Sprintf("%d fresh", fresh)
+	})
+	c.waitProxyVersions(true)
+	for _, p := range c.imPods() {
+		if log := c.podLog(p.Name); !strings.Contains(log, "tls=true") {
+			t.Fatalf("instance manager %s does not serve TLS:\n%s", p.Name, grepLines(log, "gRPC transport"))
+		}
+	}
+	cc, err := grpc.NewClient("passthrough:///"+net.JoinHostPort(c.nodes[0].ip, "8500"), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(c.ctx, 3*time.Second)
+	defer cancel()
+	if _, err := imrpc.NewInstanceServiceClient(cc).VersionGet(ctx, &imrpc.Empty{}); err == nil {
+		t.Fatal("a plaintext client was answered by an instance manager serving mutual TLS")
+	} else {
+		t.Logf("plaintext client refused: %v", err)
+	}
+	const vol = "tls-vol"
+	manifest := fmt.Sprintf("apiVersion: longhorn.io/v1beta2\nkind: Volume\nmetadata: {name: %s, namespace: %s}\nspec: {size: 32Mi, numberOfReplicas: 2, frontend: nbd}\n", vol, ns)
+	if out, err := c.kubectl(manifest, "apply", "-f", "-"); err != nil {
+		t.Fatalf("apply: %v\n%s", err, out)
+	}
+	c.waitState(vol, longhorn.VolumeStateDetached, "", 60*time.Second)
+	c.attach(vol, "n1")
+	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
+	qemuIO(t, c.hostEndpoint("n1", c.engineOf(vol).Status.Endpoint), "write -P 0x7e 0 1M", "read -P 0x7e 0 1M")
+	c.snapshot(t, vol, "tls-snap")
+	if log := c.podLog(c.imPods()["n1"].Name); !strings.Contains(log, proxyService+"VolumeSnapshot") {
+		t.Fatal("the snapshot did not go through n1's proxy")
+	}
+	c.attach(vol, "")
+	c.waitState(vol, longhorn.VolumeStateDetached, "", 60*time.Second)
+	if out, err := c.kubectl("", "-n", ns, "delete", "volumes.longhorn.io", vol, "--wait=false"); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+}
+
+// grpcTestPKI returns a CA and a certificate it signed for
+// longhorn-backend (server and client use), PEM.
+func grpcTestPKI(t *testing.T) (ca, cert, key []byte) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "longhorn-grpc-ca"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caCert, _ := x509.ParseCertificate(caDER)
+	k, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "longhorn-backend"},
+		DNSNames: []string{"longhorn-backend"}, NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth, x509.ExtKeyUsageClientAuth}}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, caCert, &k.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kb, err := x509.MarshalECPrivateKey(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER}),
+		pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: der}),
+		pem.EncodeToMemory(&pem.Block{Type: "EC PRIVATE KEY", Bytes: kb})
+}
