@@ -1,7 +1,6 @@
 package syncagent
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,7 +39,7 @@ type Receiver struct {
 	existed bool
 	idleFor time.Duration
 	// empty: the file held no data after open (new, or all holes), so
-	// writeData may leave zero pages unwritten (ZeroHolesHeader).
+	// writeData may leave the bytes outside its DataRangesHeader unwritten.
 	empty bool
 
 	mu      gosync.Mutex
@@ -184,7 +183,7 @@ func (r *Receiver) handleOpen(w http.ResponseWriter, req *http.Request) {
 	r.size = iv.End
 	r.empty = !r.existed || !hasData(r.f, iv.End)
 	if r.empty {
-		w.Header().Set(ExtensionsHeader, extZeroHoles)
+		w.Header().Set(ExtensionsHeader, extDataRanges)
 	}
 	writeJSON(w, r.existed)
 }
@@ -244,12 +243,11 @@ func (r *Receiver) handleHole(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// handleChecksum answers the SHA-512 of a range holding data, holes read as
-// zeroes, and null for a range that is all hole (whose data the sender
-// then sends). Longhorn's receiver answers null for any range with a hole;
-// hashing those too keeps a range whose zero pages a coalesced transfer
-// left as holes (writeNonZero) comparable, and a sender that compares
-// hashes skips only what is equal either way.
+// handleChecksum answers the SHA-512 of a fully allocated range, null for a
+// range with holes (whose data the sender then sends), as Longhorn's
+// receiver: a hole where the source holds data, zeroes included, is a
+// difference (the replica's location index reads allocation, so an
+// allocated page of zeroes hides the older layers' data).
 func (r *Receiver) handleChecksum(w http.ResponseWriter, req *http.Request) {
 	f, iv := r.file(w, req)
 	if f == nil {
@@ -262,7 +260,7 @@ func (r *Receiver) handleChecksum(w http.ResponseWriter, req *http.Request) {
 			httpErr(w, http.StatusInternalServerError, err)
 			return
 		}
-		if allocated > 0 {
+		if allocated == iv.Len() {
 			if sum, err = sparse.Checksum(f, iv.Begin, iv.Len()); err != nil {
 				httpErr(w, http.StatusInternalServerError, err)
 				return
@@ -313,8 +311,13 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	empty := r.empty
 	r.mu.Unlock()
-	if req.Header.Get(ZeroHolesHeader) == "true" && empty {
-		n, err = r.writeNonZero(f, buf, iv.Begin)
+	if v := req.Header.Get(DataRangesHeader); v != "" && empty {
+		var ranges []sparse.Extent
+		if ranges, err = parseDataRanges(v, iv.Len()); err != nil {
+			httpErr(w, http.StatusBadRequest, err)
+			return
+		}
+		n, err = writeRanges(f, buf, iv.Begin, ranges)
 		if err == nil && n > 0 {
 			// Start the writeback now rather than at close's fsync, so
 			// a rebuild does not pile up dirty pages that then stall
@@ -336,41 +339,18 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	}
 }
 
-// zeroPage is what an all-zero page of a writeData body is compared with.
-var zeroPage [pageSize]byte
-
-// pageSize is the granularity of writeNonZero: 4 KiB, the file systems'
-// block and Longhorn's sector size.
-const pageSize = 4096
-
-// writeNonZero writes the 4 KiB pages of buf (to be written at off) that
-// hold anything but zeroes, each run of them in one write, and leaves the
-// all-zero pages unwritten: holes of the source, in a file that was all
-// holes (ZeroHolesHeader). It returns the bytes written.
-func (r *Receiver) writeNonZero(f *os.File, buf []byte, off int64) (int64, error) {
+// writeRanges writes the ranges of buf (offsets relative to buf, which
+// belongs at off) and leaves the bytes between them unwritten: holes of the
+// source, in a file that was all holes. It returns the bytes written.
+func writeRanges(f *os.File, buf []byte, off int64, ranges []sparse.Extent) (int64, error) {
 	var written int64
-	start := -1 // first byte of the current run of data pages, or -1
-	flush := func(end int) error {
-		if start < 0 {
-			return nil
+	for _, e := range ranges {
+		if _, err := f.WriteAt(buf[e.Offset:e.End()], off+e.Offset); err != nil {
+			return written, err
 		}
-		written += int64(end - start)
-		_, err := f.WriteAt(buf[start:end], off+int64(start))
-		start = -1
-		return err
+		written += e.Length
 	}
-	for i := 0; i < len(buf); {
-		n := min(pageSize-int((off+int64(i))%pageSize), len(buf)-i)
-		if bytes.Equal(buf[i:i+n], zeroPage[:n]) {
-			if err := flush(i); err != nil {
-				return written, err
-			}
-		} else if start < 0 {
-			start = i
-		}
-		i += n
-	}
-	return written, flush(len(buf))
+	return written, nil
 }
 
 // writeAt writes through the O_DIRECT descriptor when there is one and the

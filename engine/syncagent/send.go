@@ -102,10 +102,10 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 	// extents in one request when the receiver keeps zero pages as holes.
 	// Our receiver offers that for an existing file without data too (the
 	// empty snapshot the rebuild target took itself): nothing to compare.
-	if s.zeroHoles {
+	if s.dataRanges {
 		existed = false
 	}
-	s.coalesce = !existed && s.zeroHoles && !noCoalesce
+	s.coalesce = !existed && s.dataRanges && !noCoalesce
 	if err := s.run(ctx, size, existed, existed); err != nil {
 		return s.stats(), err
 	}
@@ -252,10 +252,10 @@ type sender struct {
 	opts   SendOptions
 	client *http.Client
 
-	// zeroHoles: the receiver leaves zero pages of a ZeroHolesHeader body
-	// unwritten (its open answer said so); coalesce: the data walk groups
-	// nearby extents into one writeData each.
-	zeroHoles, coalesce bool
+	// dataRanges: the receiver writes only the DataRangesHeader ranges of
+	// a writeData body (its open answer said so); coalesce: the data walk
+	// groups nearby extents into one writeData each.
+	dataRanges, coalesce bool
 	// crc, when set, hashes every data range read (hashWhileSending).
 	crc *crcPieces
 
@@ -277,7 +277,7 @@ func (s *sender) open(ctx context.Context, size int64, direct bool) (bool, error
 		var ans answer
 		err := s.call(ctx, http.MethodGet, "open", q, nil, &ans)
 		if err == nil {
-			s.zeroHoles = hasToken(ans.header.Get(ExtensionsHeader), extZeroHoles)
+			s.dataRanges = hasToken(ans.header.Get(ExtensionsHeader), extDataRanges)
 			return DecodeOpenAnswer(ans.body)
 		}
 		var he *httpError
@@ -306,11 +306,10 @@ type job struct {
 	hole bool
 	// data is the bytes of iv that are data (iv.Len() unless coalesced).
 	data int64
-	// exts are the data extents in iv when coalesced (else iv is one).
+	// exts are the data extents in iv when coalesced (else iv is one);
+	// the bytes between them are sent as zeroes and named in
+	// DataRangesHeader, so the receiver leaves them unwritten.
 	exts []sparse.Extent
-	// zeroHoles: iv spans several extents, the holes between them are
-	// sent as zeroes (ZeroHolesHeader).
-	zeroHoles bool
 }
 
 // coalesceGap is the largest hole the data walk sends as zeroes to join
@@ -397,7 +396,7 @@ func (s *sender) walk(ctx context.Context, jobs chan<- job, size int64, holes bo
 func coalesceExtent(ctx context.Context, jobs chan<- job, e sparse.Extent, win *job) error {
 	for b := e.Offset; b < e.End(); {
 		n := min(BatchSize, e.End()-b)
-		if win.data > 0 && (b-win.iv.End > coalesceGap || b+n-win.iv.Begin > BatchSize) {
+		if win.data > 0 && (b-win.iv.End > coalesceGap || b+n-win.iv.Begin > BatchSize || len(win.exts) == maxDataRanges) {
 			if err := feed(ctx, jobs, *win); err != nil {
 				return err
 			}
@@ -407,7 +406,7 @@ func coalesceExtent(ctx context.Context, jobs chan<- job, e sparse.Extent, win *
 			win.iv.Begin = b
 		}
 		n = min(n, win.iv.Begin+BatchSize-b)
-		win.iv.End, win.data, win.zeroHoles = b+n, win.data+n, true
+		win.iv.End, win.data = b+n, win.data+n
 		win.exts = append(win.exts, sparse.Extent{Offset: b, Length: n})
 		b += n
 	}
@@ -454,8 +453,8 @@ func (s *sender) do(ctx context.Context, j job, existed bool) error {
 		}
 	}
 	var hdr http.Header
-	if j.zeroHoles {
-		hdr = http.Header{ZeroHolesHeader: {"true"}}
+	if len(j.exts) > 0 {
+		hdr = http.Header{DataRangesHeader: {formatDataRanges(j.iv, j.exts)}}
 	}
 	if err := s.retry(ctx, func() error {
 		return s.callWith(ctx, http.MethodPost, "writeData", j.iv.values(), hdr, buf, nil)

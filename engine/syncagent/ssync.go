@@ -26,7 +26,10 @@ import (
 	"net"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
 const (
@@ -50,21 +53,72 @@ const (
 // invisible to Longhorn's (which neither sends nor reads these headers, so
 // both directions stay Longhorn's protocol): a receiver whose file holds
 // no data after open (it did not exist, or is all holes) answers open with
-// ExtensionsHeader: zero-holes. A sender that sees it skips the checksum
+// ExtensionsHeader: data-ranges. A sender that sees it skips the checksum
 // comparison (nothing to compare) and may send several nearby data extents
-// in one writeData, the holes between them as zeroes, with the request
-// header ZeroHolesHeader: true; the receiver then leaves that body's
-// all-zero 4 KiB pages unwritten, so the new file stays as sparse as the
-// source with a fraction of the requests. Sent only for a range the
-// receiver never wrote before.
+// in one writeData, the holes between them as zeroes, naming the extents
+// in the request header DataRangesHeader; the receiver then writes exactly
+// those ranges and leaves the rest of the body unwritten, so the new file
+// has the source's extent map (which the replica's location index reads:
+// an allocated page of zeroes in a snapshot layer hides the older layers'
+// data and must stay allocated) with a fraction of the requests. Sent only
+// for a range the receiver never wrote before.
 const (
 	// ExtensionsHeader is the open answer's header listing the receiver's
 	// extensions.
 	ExtensionsHeader = "X-Ssync-Extensions"
-	// ZeroHolesHeader marks a writeData body whose zero pages are holes.
-	ZeroHolesHeader = "X-Ssync-Zero-Holes"
-	extZeroHoles    = "zero-holes"
+	// DataRangesHeader names the data ranges of a writeData body:
+	// "<offset>+<length>" pairs in bytes relative to the body's begin,
+	// comma-separated, sorted, not overlapping (formatDataRanges).
+	DataRangesHeader = "X-Ssync-Data-Ranges"
+	extDataRanges    = "data-ranges"
+	// maxDataRanges bounds the ranges of one DataRangesHeader (a 2 MiB
+	// window of 4 KiB extents has 512).
+	maxDataRanges = 1024
 )
+
+// formatDataRanges renders exts, which lie inside iv, as a DataRangesHeader
+// value.
+func formatDataRanges(iv Interval, exts []sparse.Extent) string {
+	var b strings.Builder
+	for i, e := range exts {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.FormatInt(e.Offset-iv.Begin, 10))
+		b.WriteByte('+')
+		b.WriteString(strconv.FormatInt(e.Length, 10))
+	}
+	return b.String()
+}
+
+// parseDataRanges parses a DataRangesHeader value for a body of n bytes.
+// Errors name the pair and the rule it breaks: not "<offset>+<length>" in
+// decimal, a length of 0, a range before the previous one's end (unsorted
+// or overlapping), past the body's n bytes, or more than maxDataRanges.
+func parseDataRanges(v string, n int64) ([]sparse.Extent, error) {
+	pairs := strings.Split(v, ",")
+	if len(pairs) > maxDataRanges {
+		return nil, fmt.Errorf("ssync: %s: %d ranges > %d", DataRangesHeader, len(pairs), maxDataRanges)
+	}
+	out := make([]sparse.Extent, 0, len(pairs))
+	end := int64(0)
+	for i, p := range pairs {
+		o, l, ok := strings.Cut(p, "+")
+		off, err1 := strconv.ParseInt(o, 10, 64)
+		length, err2 := strconv.ParseInt(l, 10, 64)
+		switch {
+		case !ok || err1 != nil || err2 != nil:
+			return nil, fmt.Errorf("ssync: %s range %d %q: want <offset>+<length>", DataRangesHeader, i, p)
+		case length <= 0 || off < end:
+			return nil, fmt.Errorf("ssync: %s range %d %q: empty, or before the previous range's end %d", DataRangesHeader, i, p, end)
+		case off > n || length > n-off:
+			return nil, fmt.Errorf("ssync: %s range %d %q: past the body's %d bytes", DataRangesHeader, i, p, n)
+		}
+		out = append(out, sparse.Extent{Offset: off, Length: length})
+		end = off + length
+	}
+	return out, nil
+}
 
 // ErrBadInterval is a begin/end query that is missing, not a number, or not
 // inside the file.

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -273,6 +274,23 @@ func FuzzAnswers(f *testing.F) {
 // zeroes the receiver leaves unwritten), arrives identical and as sparse,
 // and close records the CRC computed from the bytes sent, as HashDisk
 // would. A receiver whose file existed does not offer the extension.
+// dataExtents returns path's data extents (SEEK_DATA/SEEK_HOLE), which
+// the replica's location index reads.
+func dataExtents(t *testing.T, path string) []sparse.Extent {
+	t.Helper()
+	f, err := os.Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	fi, _ := f.Stat()
+	var out []sparse.Extent
+	if err := sparse.WalkData(f, 0, fi.Size(), func(e sparse.Extent) error { out = append(out, e); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
 func TestSendFileCoalesced(t *testing.T) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "volume-snap-c.img"), filepath.Join(dir, "dst", "volume-snap-c.img")
@@ -322,8 +340,8 @@ func TestSendFileCoalesced(t *testing.T) {
 	if st.Sent != int64(extents)*ext {
 		t.Fatalf("sent %d data bytes, want %d", st.Sent, int64(extents)*ext)
 	}
-	if a, _ := sparse.AllocatedBytesPath(dst); a > int64(extents)*ext {
-		t.Fatalf("receiver file holds %d bytes for %d of data", a, int64(extents)*ext)
+	if a, b := dataExtents(t, src), dataExtents(t, dst); !slices.Equal(a, b) {
+		t.Fatalf("receiver's extent map differs from the source's (zero data pages must stay allocated):\n%v\n%v", a, b)
 	}
 	want, err := crc64File(context.Background(), src)
 	if err != nil {
@@ -342,13 +360,14 @@ func TestSendFileCoalesced(t *testing.T) {
 	}
 }
 
-// TestReceiverZeroHolesOnlyForNewFiles: the zero-holes header is obeyed
-// only in a file without data at open (new, or all holes: a zero page then
-// stays a hole); otherwise zeroes are written over the old bytes.
-func TestReceiverZeroHolesOnlyForNewFiles(t *testing.T) {
+// TestReceiverDataRangesOnlyForNewFiles: DataRangesHeader is obeyed only
+// in a file without data at open (new, or all holes): the ranges are
+// written, zero data included, the bytes between them stay holes;
+// otherwise the whole body is written over the old bytes.
+func TestReceiverDataRangesOnlyForNewFiles(t *testing.T) {
 	dir := t.TempDir()
 	old := filepath.Join(dir, "old")
-	if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 8192), 0o644); err != nil {
+	if err := os.WriteFile(old, bytes.Repeat([]byte{7}, 3*4096), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	holes := filepath.Join(dir, "holes") // exists, no data: as good as new
@@ -363,15 +382,16 @@ func TestReceiverZeroHolesOnlyForNewFiles(t *testing.T) {
 		s := &sender{base: "http://" + hostPort("127.0.0.1", r.Port()) + ssyncPrefix, opts: SendOptions{Timeout: 5 * time.Second},
 			client: &httpClientForTest}
 		ctx := context.Background()
-		if _, err := s.open(ctx, 8192, false); err != nil {
+		if _, err := s.open(ctx, 3*4096, false); err != nil {
 			t.Fatal(err)
 		}
-		if s.zeroHoles != (p != old) {
-			t.Fatalf("%s: extension offered %v", p, s.zeroHoles)
+		if s.dataRanges != (p != old) {
+			t.Fatalf("%s: extension offered %v", p, s.dataRanges)
 		}
-		body := append(make([]byte, 4096), bytes.Repeat([]byte{1}, 4096)...)
-		hdr := http.Header{ZeroHolesHeader: {"true"}}
-		if err := s.callWith(ctx, "POST", "writeData", Interval{0, 8192}.values(), hdr, body, nil); err != nil {
+		// page 0: a hole of the source; page 1: data of zeroes; page 2: data
+		body := append(make([]byte, 2*4096), bytes.Repeat([]byte{1}, 4096)...)
+		hdr := http.Header{DataRangesHeader: {"4096+8192"}}
+		if err := s.callWith(ctx, "POST", "writeData", Interval{0, 3 * 4096}.values(), hdr, body, nil); err != nil {
 			t.Fatal(err)
 		}
 		s.sendClose(RecordedMetadata{})
@@ -383,8 +403,41 @@ func TestReceiverZeroHolesOnlyForNewFiles(t *testing.T) {
 			t.Fatalf("%s: content differs", p)
 		}
 		a, _ := sparse.AllocatedBytesPath(p)
-		if p != old && a > 4096 {
-			t.Fatalf("%s: zero page written (%d bytes allocated)", p, a)
+		if p != old && a != 2*4096 {
+			t.Fatalf("%s: %d bytes allocated, want the 8192 of the two data pages (zeroes too)", p, a)
 		}
 	}
+}
+
+func TestParseDataRanges(t *testing.T) {
+	got, err := parseDataRanges("0+4096,8192+4096", 16384)
+	if err != nil || len(got) != 2 || got[1] != (sparse.Extent{Offset: 8192, Length: 4096}) {
+		t.Fatalf("%v %v", got, err)
+	}
+	for _, bad := range []string{"", "x", "0+", "+1", "0+0", "-1+2", "4096+4096,0+4096", "0+8192,4096+4096", "12288+8192", "0+-5",
+		strings.Repeat("0+1,", maxDataRanges) + "0+1"} {
+		if _, err := parseDataRanges(bad, 16384); err == nil {
+			t.Errorf("%.40q: want an error", bad)
+		}
+	}
+}
+
+// FuzzParseDataRanges: any header value parses into sorted, disjoint,
+// non-empty ranges inside the body, or an error; never a panic.
+func FuzzParseDataRanges(f *testing.F) {
+	f.Add("0+4096,8192+4096", int64(16384))
+	f.Add("9223372036854775807+1", int64(10))
+	f.Fuzz(func(t *testing.T, v string, n int64) {
+		rs, err := parseDataRanges(v, n)
+		if err != nil {
+			return
+		}
+		end := int64(0)
+		for _, e := range rs {
+			if e.Length <= 0 || e.Offset < end || e.Offset > n || e.Length > n-e.Offset {
+				t.Fatalf("%q (n %d): bad range %+v", v, n, e)
+			}
+			end = e.End()
+		}
+	})
 }
