@@ -98,14 +98,14 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 		return SendStats{}, err
 	}
 	// A file the receiver did not have is all holes after open: only the
-	// data is sent (half the requests for a fragmented file), nearby
-	// extents in one request when the receiver keeps zero pages as holes.
-	// Our receiver offers that for an existing file without data too (the
-	// empty snapshot the rebuild target took itself): nothing to compare.
+	// data is sent (half the requests for a fragmented file). Our receiver
+	// offers data ranges for a file without data (new, or the empty
+	// snapshot the rebuild target took itself): nothing to compare, and
+	// nearby extents go in one request.
 	if s.dataRanges {
 		existed = false
 	}
-	s.coalesce = !existed && s.dataRanges && !noCoalesce
+	s.coalesce = s.dataRanges && !noCoalesce
 	if err := s.run(ctx, size, existed, existed); err != nil {
 		return s.stats(), err
 	}

@@ -60,15 +60,7 @@ func TestInstanceManagerFallback(t *testing.T) {
 	}
 	const vol = "fallback-vol"
 	engine := vol + "-e-0"
-	manifest := fmt.Sprintf(`apiVersion: longhorn.io/v1beta2
-kind: Volume
-metadata: {name: %s, namespace: %s}
-spec: {size: 64Mi, numberOfReplicas: 3, frontend: nbd}
-`, vol, ns)
-	if out, err := c.kubectl(manifest, "apply", "-f", "-"); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out)
-	}
-	c.waitState(vol, longhorn.VolumeStateDetached, "", 60*time.Second)
+	c.applyVolume(t, vol)
 	since := time.Now()
 	c.attach(vol, "n1")
 	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)

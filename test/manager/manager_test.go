@@ -281,17 +281,24 @@ func testDetachDelete(t *testing.T, c *cluster, vol string) {
 	}
 }
 
-func testTakeover(t *testing.T, c *cluster) {
-	const vol = "takeover-vol"
+// applyVolume creates vol (64 MiB, 3 replicas, nbd) with kubectl apply,
+// as a user does, and waits until it is detached.
+func (c *cluster) applyVolume(t *testing.T, vol string) {
+	t.Helper()
 	manifest := fmt.Sprintf(`apiVersion: longhorn.io/v1beta2
 kind: Volume
 metadata: {name: %s, namespace: %s}
 spec: {size: 64Mi, numberOfReplicas: 3, frontend: nbd}
 `, vol, ns)
 	if out, err := c.kubectl(manifest, "apply", "-f", "-"); err != nil {
-		t.Fatalf("apply: %v\n%s", err, out)
+		t.Fatalf("apply %s: %v\n%s", vol, err, out)
 	}
 	c.waitState(vol, longhorn.VolumeStateDetached, "", 60*time.Second)
+}
+
+func testTakeover(t *testing.T, c *cluster) {
+	const vol = "takeover-vol"
+	c.applyVolume(t, vol)
 	c.attach(vol, "n3")
 	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
 	if v := c.volume(vol); v.Status.OwnerID != "n3" {

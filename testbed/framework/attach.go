@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -137,10 +136,8 @@ func (c *Cluster) setTicket(ctx context.Context, volume, id string, t *longhorn.
 		if IsNotFound(err) {
 			return false, "no VolumeAttachment " + volume + " yet", nil
 		}
-		if apierrors.IsInternalError(err) {
-			// the API server could not reach the admission webhook (a manager pod
-			// restarting, or its connection cut by a test): retry until timeout
-			return false, err.Error(), nil
+		if webhookUnreachable(err) {
+			return false, err.Error(), nil // retried until the timeout
 		}
 		return err == nil, "", err
 	})

@@ -62,16 +62,21 @@ func (c *Cluster) CreateVolume(ctx context.Context, v *longhorn.Volume) (*longho
 // webhookRetryFor bounds retryWebhookCall.
 const webhookRetryFor = 30 * time.Second
 
-// retryWebhookCall runs call until it returns anything but the API server's
-// "failed calling webhook" InternalError (the API server could not reach the
-// admission webhook: a manager pod restarting, or its pooled connection reset
-// after a test cut a node's network), for at most webhookRetryFor. Nothing
-// was stored when that error comes back, so a retry cannot duplicate.
+// webhookUnreachable reports the API server's "failed calling webhook"
+// InternalError: it could not reach the admission webhook (a manager pod
+// restarting, or its pooled connection reset after a test cut a node's
+// network). Nothing was stored, so the call may be repeated.
+func webhookUnreachable(err error) bool {
+	return apierrors.IsInternalError(err) && strings.Contains(err.Error(), "failed calling webhook")
+}
+
+// retryWebhookCall runs call until it returns anything but
+// webhookUnreachable, for at most webhookRetryFor.
 func retryWebhookCall(ctx context.Context, call func() error) error {
 	deadline := time.Now().Add(webhookRetryFor)
 	for {
 		err := call()
-		if err == nil || !apierrors.IsInternalError(err) || !strings.Contains(err.Error(), "failed calling webhook") || time.Now().After(deadline) {
+		if !webhookUnreachable(err) || time.Now().After(deadline) {
 			return err
 		}
 		select {
