@@ -50,7 +50,9 @@ const (
 func (l Limits) IsZero() bool { return l == Limits{} || l == Limits{IOPath: l.IOPath} }
 
 // HasIO reports whether an I/O limit is set.
-func (l Limits) HasIO() bool { return l.ReadBPS != 0 || l.WriteBPS != 0 || l.ReadIOPS != 0 || l.WriteIOPS != 0 }
+func (l Limits) HasIO() bool {
+	return l.ReadBPS != 0 || l.WriteBPS != 0 || l.ReadIOPS != 0 || l.WriteIOPS != 0
+}
 
 // Validate checks each limit against its bound; the error names the field.
 func (l Limits) Validate() error {
