@@ -27,11 +27,11 @@ func TestParseResourceLimits(t *testing.T) {
 		t.Fatalf("no I/O limit, IOPath %q", r.IOPath)
 	}
 	for ann, want := range map[string]string{
-		AnnotationInstanceCPULimit + "=5m":               "below the smallest limit 10m",
-		AnnotationReplicaReadBandwidthLimit + "=fast":    `"fast" is not a quantity of bytes/s`,
-		AnnotationReplicaReadIOPSLimit + "=1.5":          "not a whole number",
-		"longhorn.io/instance-cpus-limit=1":              "unknown resource limit; known: longhorn.io/instance-cpu-limit",
-		AnnotationInstanceMemoryLimit + "=1000":          "below the smallest limit 16777216 bytes",
+		AnnotationInstanceCPULimit + "=5m":              "below the smallest limit 10m",
+		AnnotationReplicaReadBandwidthLimit + "=fast":   `"fast" is not a quantity of bytes/s`,
+		AnnotationReplicaReadIOPSLimit + "=1.5":         "not a whole number",
+		"longhorn.io/instance-cpus-limit=1":             "unknown resource limit; known: longhorn.io/instance-cpu-limit",
+		AnnotationInstanceMemoryLimit + "=1000":         "below the smallest limit 16777216 bytes",
 		AnnotationReplicaWriteBandwidthLimit + "=-10Mi": "below the smallest limit",
 	} {
 		k, v, _ := strings.Cut(ann, "=")
