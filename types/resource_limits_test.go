@@ -47,3 +47,21 @@ func TestParseResourceLimits(t *testing.T) {
 		t.Fatalf("bad parameter: %v", err)
 	}
 }
+
+// FuzzParseResourceLimits: annotation values come from any API client; a
+// value is refused or within its bound, never a panic.
+func FuzzParseResourceLimits(f *testing.F) {
+	for _, s := range []string{"500m", "1", "256Mi", "1e3", "-1", "0.5", "9Ei", "", "1.5Gi", "10k"} {
+		f.Add(AnnotationInstanceCPULimit, s)
+		f.Add(AnnotationReplicaReadIOPSLimit, s)
+	}
+	f.Fuzz(func(t *testing.T, key, value string) {
+		l, err := ParseResourceLimits(map[string]string{key: value})
+		if err != nil {
+			return
+		}
+		if err := l.Validate(); err != nil && !strings.Contains(err.Error(), "io_path") {
+			t.Fatalf("%s=%q accepted as %+v, which Validate refuses: %v", key, value, l, err)
+		}
+	})
+}

@@ -114,26 +114,8 @@ func (m *Manager) limitFiles(l Limits) ([]limitFile, error) {
 // cgroup, so v1 refuses write limits; cgroup v2 charges writeback to the
 // writer when the memory controller is on.
 func (m *Manager) ioFiles(l Limits) ([]limitFile, error) {
-	field := "read_bps/read_iops"
-	if l.WriteBPS != 0 || l.WriteIOPS != 0 {
-		field = "write_bps/write_iops"
-	}
-	if m.Version() == 1 {
-		if err := m.need("blkio", field); err != nil {
-			return nil, err
-		}
-		if l.WriteBPS != 0 || l.WriteIOPS != 0 {
-			return nil, notEnforceable("write_bps/write_iops on cgroup v1: the replica writes through the page cache, and v1 blkio does not charge writeback to the writer's cgroup (use a cgroup v2 host)")
-		}
-	} else {
-		if err := m.need("io", field); err != nil {
-			return nil, err
-		}
-		if l.WriteBPS != 0 || l.WriteIOPS != 0 {
-			if err := m.need("memory", "write_bps/write_iops (writeback is charged through the memory controller)"); err != nil {
-				return nil, err
-			}
-		}
+	if err := m.checkIO(l); err != nil {
+		return nil, err
 	}
 	dev, err := m.BlockDevice(l.IOPath)
 	if err != nil {
@@ -161,6 +143,31 @@ func (m *Manager) ioFiles(l Limits) ([]limitFile, error) {
 		}
 	}
 	return out, nil
+}
+
+// checkIO refuses I/O limits the host's controllers cannot enforce.
+func (m *Manager) checkIO(l Limits) error {
+	writes := l.WriteBPS != 0 || l.WriteIOPS != 0
+	field := "read_bps/read_iops"
+	if writes {
+		field = "write_bps/write_iops"
+	}
+	if m.Version() == 1 {
+		if err := m.need("blkio", field); err != nil {
+			return err
+		}
+		if writes {
+			return notEnforceable("write_bps/write_iops on cgroup v1: the replica writes through the page cache, and v1 blkio does not charge writeback to the writer's cgroup (use a cgroup v2 host)")
+		}
+		return nil
+	}
+	if err := m.need("io", field); err != nil {
+		return err
+	}
+	if writes {
+		return m.need("memory", "write_bps/write_iops (writeback is charged through the memory controller)")
+	}
+	return nil
 }
 
 func (m *Manager) need(controller, field string) error {

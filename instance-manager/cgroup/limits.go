@@ -42,6 +42,9 @@ const (
 	MinBPS = 1 << 20
 	// MinIOPS is the smallest IOPS limit.
 	MinIOPS = 10
+	// MaxCPUMillis is the largest CPU limit (1000 CPUs), so the quota
+	// cannot overflow.
+	MaxCPUMillis = 1_000_000
 	// cfsPeriodUS is the CFS period the CPU quota is expressed against.
 	cfsPeriodUS = 100000
 )
@@ -67,6 +70,9 @@ func (l Limits) Validate() error {
 		if f.v != 0 && f.v < f.least {
 			return fmt.Errorf("%s is %d, want 0 (unlimited) or at least %d", f.name, f.v, f.least)
 		}
+	}
+	if l.CPUMillis > MaxCPUMillis {
+		return fmt.Errorf("cpu_millis is %d, at most %d (1000 CPUs)", l.CPUMillis, MaxCPUMillis)
 	}
 	if l.HasIO() && l.IOPath == "" {
 		return errors.New("io_path is required with an I/O limit (the directory whose disk is throttled)")
