@@ -96,6 +96,9 @@ func ParseResourceLimits(annotations map[string]string) (cgroup.Limits, error) {
 			}
 			return cgroup.Limits{}, fmt.Errorf("annotation %s: %q is below the smallest limit %s %s", k, annotations[k], least, r.unit)
 		}
+		if r.cpu && v > cgroup.MaxCPUMillis {
+			return cgroup.Limits{}, fmt.Errorf("annotation %s: %q is above the largest limit %d CPUs", k, annotations[k], cgroup.MaxCPUMillis/1000)
+		}
 		r.set(&l, v)
 	}
 	return l, nil
