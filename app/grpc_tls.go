@@ -38,6 +38,18 @@ type grpcTLSWatcher struct {
 	digest    string // of the Secret data in use ("" = none)
 }
 
+// managerEngineHandler is the manager's engineapi.Handler, with mutual TLS
+// when the Secret longhorn-grpc-tls exists, kept in step with it until ctx
+// ends (grpcTLSWatcher).
+func managerEngineHandler(ctx context.Context, kube kubernetes.Interface, namespace string) (*engineapi.Handler, error) {
+	w := &grpcTLSWatcher{kube: kube, namespace: namespace}
+	h, err := w.handler(ctx)
+	if err == nil {
+		go w.run(ctx, grpcTLSCheckInterval)
+	}
+	return h, err
+}
+
 // handler reads the Secret and returns the manager's engineapi.Handler,
 // dialing instance managers with mutual TLS when it exists.
 func (w *grpcTLSWatcher) handler(ctx context.Context) (*engineapi.Handler, error) {

@@ -162,13 +162,11 @@ func runManager(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	tlsWatch := &grpcTLSWatcher{kube: kube, namespace: cfg.opts.Namespace}
-	engines, err := tlsWatch.handler(ctx)
+	engines, err := managerEngineHandler(ctx, kube, cfg.opts.Namespace)
 	if err != nil {
 		return err
 	}
 	defer engines.Close()
-	go tlsWatch.run(ctx, grpcTLSCheckInterval)
 	m, err := controller.New(cfg.opts, kube, ds, engines)
 	if err != nil {
 		return err
