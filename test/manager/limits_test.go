@@ -221,10 +221,15 @@ func evictReplicaData(t *testing.T, r longhorn.Replica) {
 // bytes per second.
 func fioReadBW(t *testing.T, endpoint string) float64 {
 	t.Helper()
-	out, err := exec.Command("fio", "--name=read", "--ioengine=nbd", "--uri="+endpoint, "--rw=read", "--bs=1M",
-		"--size=48M", "--iodepth=4", "--runtime=60", "--output-format=json").Output()
-	if err != nil {
+	// fio prints "connected to NBD server" on stdout: the report goes to a file.
+	report := filepath.Join(t.TempDir(), "fio.json")
+	if out, err := exec.Command("fio", "--name=read", "--ioengine=nbd", "--uri="+endpoint, "--rw=read", "--bs=1M",
+		"--size=48M", "--iodepth=4", "--runtime=60", "--output-format=json", "--output="+report).CombinedOutput(); err != nil {
 		t.Fatalf("fio on %s: %v\n%s", endpoint, err, out)
+	}
+	out, err := os.ReadFile(report)
+	if err != nil {
+		t.Fatal(err)
 	}
 	var res struct {
 		Jobs []struct {
