@@ -214,6 +214,9 @@ func TestV1Host(t *testing.T) {
 		}
 	}
 	dev, _ := m.BlockDevice(dir)
+	if d, err := m.BlockDevice(filepath.Join(dir, "replicas", "not-yet")); err != nil || d != dev {
+		t.Fatalf("a data directory not made yet: %q %v, want its parent's disk %s", d, err, dev)
+	}
 	for file, want := range map[string]string{
 		"cpu/cpu.cfs_quota_us": "20000", "cpu/cpu.cfs_period_us": "100000", "memory/memory.limit_in_bytes": "67108864",
 		"blkio/blkio.throttle.read_bps_device": dev + " 4194304", "blkio/blkio.throttle.read_iops_device": dev + " 50",

@@ -177,12 +177,19 @@ func (m *Manager) need(controller, field string) error {
 	return notEnforceable("%s needs the %s controller: %s", field, controller, m.missing[controller])
 }
 
-// BlockDevice returns "MAJOR:MINOR" of the whole disk holding path (the
+// BlockDevice returns "MAJOR:MINOR" of the whole disk holding path (or,
+// while it does not exist yet, its nearest existing parent) (the
 // disk of a partition; a loop or device-mapper device is a disk), or an
 // ErrNotEnforceable error when the file system has no block device
 // (overlay, tmpfs, NFS).
 func (m *Manager) BlockDevice(path string) (string, error) {
 	dev, err := m.opts.StatDev(path)
+	// A replica's data directory is made by the replica itself: until then
+	// the nearest existing parent (the disk's path) is on the same disk.
+	for p := filepath.Clean(path); errors.Is(err, os.ErrNotExist) && p != filepath.Dir(p); {
+		p = filepath.Dir(p)
+		dev, err = m.opts.StatDev(p)
+	}
 	if err != nil {
 		return "", fmt.Errorf("%w: I/O limits: %v", ErrNotEnforceable, err)
 	}
