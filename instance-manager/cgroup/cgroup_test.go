@@ -120,6 +120,15 @@ func TestV2FakeTree(t *testing.T) {
 	if _, err := m.Create("r1", l); !errors.Is(err, os.ErrExist) {
 		t.Fatalf("Create of an existing group: %v", err)
 	}
+	// Another instance manager's stale sweep removed the empty group
+	// directory: Create makes it again, controllers delegated.
+	must(t, os.RemoveAll(filepath.Join(own, "g")))
+	if _, err := m.Create("r2", Limits{CPUMillis: 100}); err != nil {
+		t.Fatal(err)
+	}
+	if got := read(t, filepath.Join(own, "g", "cgroup.subtree_control")); got != "+cpu +memory +io" {
+		t.Fatalf("re-made group dir subtree_control = %q", got)
+	}
 }
 
 func TestV2MissingControllersRefused(t *testing.T) {

@@ -54,7 +54,10 @@ func (m *Manager) Create(name string, l Limits) (*Group, error) {
 		return nil, err
 	}
 	g := &Group{}
-	for _, base := range m.bases {
+	for c, base := range m.bases {
+		if err := m.ensureBase(c, base); err != nil {
+			return nil, fmt.Errorf("cgroup: %w", err)
+		}
 		d := filepath.Join(base, name)
 		if err := os.Mkdir(d, 0o755); err != nil {
 			_ = g.Remove()
@@ -70,6 +73,27 @@ func (m *Manager) Create(name string, l Limits) (*Group, error) {
 		}
 	}
 	return g, nil
+}
+
+// ensureBase makes the group directory again when another instance
+// manager's stale sweep removed it while it was empty (see removeStale).
+func (m *Manager) ensureBase(controller, base string) error {
+	if _, err := os.Stat(base); !errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err := os.Mkdir(base, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
+		return err
+	}
+	if controller != "" {
+		return nil
+	}
+	var enable []string
+	for _, c := range v2Controllers {
+		if m.controllers[c] {
+			enable = append(enable, "+"+c)
+		}
+	}
+	return enableV2(base, enable)
 }
 
 // limitFile is one value written into a group directory.

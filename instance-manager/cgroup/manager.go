@@ -1,6 +1,8 @@
 package cgroup
 
 import (
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"os"
@@ -15,7 +17,9 @@ import (
 )
 
 // StalePrefix starts the name of every instance manager's group directory
-// (StalePrefix + its PID), so a restarted one can remove what a dead one left.
+// (StalePrefix + its PID + "-" + a random suffix, as instance managers in
+// other PID namespaces may share the cgroup), so a restarted one can remove
+// what a dead one left.
 const StalePrefix = "longhorn-instances-"
 
 // Options configure a Manager.
@@ -23,7 +27,7 @@ type Options struct {
 	// Layout is where the instance manager's own control groups are.
 	Layout Layout
 	// Name is the directory made below them for the process groups;
-	// default StalePrefix + the PID.
+	// default StalePrefix + the PID + "-" + 8 random hex digits.
 	Name string
 	// Root prefixes /sys paths (a fake tree in tests); "" on a host.
 	Root string
@@ -49,7 +53,9 @@ type Manager struct {
 // group can be made at all.
 func New(opts Options) (*Manager, error) {
 	if opts.Name == "" {
-		opts.Name = StalePrefix + strconv.Itoa(os.Getpid())
+		var r [4]byte
+		_, _ = rand.Read(r[:])
+		opts.Name = StalePrefix + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(r[:])
 	}
 	if opts.StatDev == nil {
 		opts.StatDev = statDev
@@ -176,11 +182,15 @@ func (m *Manager) Close() error {
 }
 
 // removeStale removes the group directories, and their empty process
-// groups, that instance managers no longer running left in own.
+// groups, that instance managers no longer running left in own. A live
+// instance manager of another PID namespace that looks dead loses only
+// empty directories: groups with processes cannot be removed, and Create
+// makes a missing group directory again.
 func removeStale(own string) {
 	ents, _ := os.ReadDir(own)
 	for _, e := range ents {
-		pid, ok := strings.CutPrefix(e.Name(), StalePrefix)
+		rest, ok := strings.CutPrefix(e.Name(), StalePrefix)
+		pid, _, _ := strings.Cut(rest, "-")
 		n, err := strconv.Atoi(pid)
 		if !ok || err != nil || !e.IsDir() || syscall.Kill(n, 0) == nil || n == os.Getpid() {
 			continue

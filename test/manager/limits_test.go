@@ -128,8 +128,8 @@ func applyManifest(t *testing.T, c *cluster, manifest string) {
 }
 
 // groupDir matches the cgroup of one process run: <name>-<uuid prefix>
-// below the instance manager's longhorn-instances-<pid>.
-var groupDir = regexp.MustCompile(`/` + cgroup.StalePrefix + `\d+/([a-z0-9.-]+)-[0-9a-f]{8}$`)
+// below the instance manager's longhorn-instances-<pid>-<random>.
+var groupDir = regexp.MustCompile(`/` + cgroup.StalePrefix + `\d+-[0-9a-f]{8}/([a-z0-9.-]+)-[0-9a-f]{8}$`)
 
 // checkProcessCgroups checks that the engine and the replica process of vol
 // run in cgroups of their own and, when limited, hold the limits; it
