@@ -64,6 +64,9 @@ func (a *Agent) checkFilesSync(req *enginerpc.FilesSyncRequest, sources []string
 	if req.GetToHost() == "" {
 		return invalid(errors.New("to_host is empty"))
 	}
+	if n := req.GetBandwidthLimitBytesPerSecond(); n < 0 {
+		return invalid(fmt.Errorf("bandwidth_limit_bytes_per_second %d: want 0 (no limit) or more", n))
+	}
 	for _, fi := range req.GetSyncFileInfoList() {
 		if _, err := a.r.FilePath(fi.GetToFileName()); err != nil {
 			return invalid(err)
@@ -208,9 +211,11 @@ func (a *Agent) syncRemote(ctx context.Context, sources []string, req *enginerpc
 	for _, i := range todo {
 		queue <- i
 	}
-	q := &fileQueue{queue: queue, pending: len(todo), tries: map[int]int{}}
+	workers := sources[:min(len(sources), len(todo))]
+	q := &fileQueue{queue: queue, pending: len(todo), tries: map[int]int{},
+		share: bandwidthShare(req.GetBandwidthLimitBytesPerSecond(), len(workers))}
 	var wg gosync.WaitGroup
-	for _, src := range sources[:min(len(sources), len(todo))] {
+	for _, src := range workers {
 		wg.Add(1)
 		go func(src string) {
 			defer wg.Done()
@@ -226,12 +231,24 @@ func (a *Agent) syncRemote(ctx context.Context, sources []string, req *enginerpc
 	return nil
 }
 
+// bandwidthShare is one worker's part of a sync's bandwidth limit (bytes
+// per second, 0 = none): the workers send at once, so each gets an equal
+// share and together they stay within the limit.
+func bandwidthShare(limit int64, workers int) int64 {
+	if limit <= 0 || workers <= 0 {
+		return 0
+	}
+	return max(limit/int64(workers), 1)
+}
+
 // fileQueue hands files to workers and counts what is left.
 type fileQueue struct {
 	queue   chan int
 	mu      gosync.Mutex
 	pending int
 	tries   map[int]int
+	// share is each worker's bandwidth limit, bytes per second (0 = none).
+	share int64
 }
 
 // next returns the next file, waiting while others are being retried;
@@ -281,7 +298,7 @@ func (a *Agent) syncWorker(ctx context.Context, src string, req *enginerpc.Files
 			return ctx.Err()
 		}
 		fi := req.GetSyncFileInfoList()[i]
-		err := a.pullFile(ctx, agent, src, req, fi, func(n int64) { prog.set(i, n, fi.GetActualSize()) })
+		err := a.pullFile(ctx, agent, src, req, fi, q.share, func(n int64) { prog.set(i, n, fi.GetActualSize()) })
 		if err == nil {
 			prog.set(i, fi.GetActualSize(), fi.GetActualSize())
 			q.finished()
@@ -302,9 +319,10 @@ func (a *Agent) syncWorker(ctx context.Context, src string, req *enginerpc.Files
 	}
 }
 
-// pullFile receives one file: a receiver here, FileSend on the source agent.
+// pullFile receives one file: a receiver here, FileSend on the source agent
+// at most limit bytes per second (0 = no limit).
 func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClient, srcAddr string,
-	req *enginerpc.FilesSyncRequest, fi *enginerpc.SyncFileInfo, progress func(int64)) error {
+	req *enginerpc.FilesSyncRequest, fi *enginerpc.SyncFileInfo, limit int64, progress func(int64)) error {
 	recv, err := a.launch(fi.GetToFileName())
 	if err != nil {
 		return err
@@ -321,6 +339,7 @@ func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClie
 	_, err = src.FileSend(cctx, &enginerpc.FileSendRequest{
 		FromFileName: fi.GetFromFileName(), Host: req.GetToHost(), Port: int32(recv.Port()),
 		FastSync: req.GetFastSync(), FileSyncHttpClientTimeout: req.GetFileSyncHttpClientTimeout(),
+		BandwidthLimitBytesPerSecond: limit,
 	})
 	if err != nil {
 		return fmt.Errorf("sync %s from %s: %w", fi.GetFromFileName(), srcAddr, err)
