@@ -197,7 +197,7 @@ func (d *directEngineClient) ReplicaAdd(ctx context.Context, req ReplicaAddReque
 		Address: req.Address, InstanceName: req.InstanceName, Restore: req.Restore, FastSync: req.FastSync,
 		FileSyncHttpClientTimeout: req.FileSyncHTTPClientTimeout, ConcurrentSyncLimit: req.ConcurrentSyncLimit,
 		ReplicaRebuildingBandwidthLimit: req.BandwidthLimit,
-		Size: req.Size, CurrentSize: req.CurrentSize,
+		Size:                            req.Size, CurrentSize: req.CurrentSize,
 	})
 	return err
 }

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"golang.org/x/time/rate"
+
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
@@ -211,11 +213,10 @@ func (a *Agent) syncRemote(ctx context.Context, sources []string, req *enginerpc
 	for _, i := range todo {
 		queue <- i
 	}
-	workers := sources[:min(len(sources), len(todo))]
-	q := &fileQueue{queue: queue, pending: len(todo), tries: map[int]int{},
-		share: bandwidthShare(req.GetBandwidthLimitBytesPerSecond(), len(workers))}
+	limit := req.GetBandwidthLimitBytesPerSecond()
+	q := &fileQueue{queue: queue, pending: len(todo), tries: map[int]int{}, limit: limit, pace: newPacer(limit)}
 	var wg gosync.WaitGroup
-	for _, src := range workers {
+	for _, src := range sources[:min(len(sources), len(todo))] {
 		wg.Add(1)
 		go func(src string) {
 			defer wg.Done()
@@ -231,24 +232,18 @@ func (a *Agent) syncRemote(ctx context.Context, sources []string, req *enginerpc
 	return nil
 }
 
-// bandwidthShare is one worker's part of a sync's bandwidth limit (bytes
-// per second, 0 = none): the workers send at once, so each gets an equal
-// share and together they stay within the limit.
-func bandwidthShare(limit int64, workers int) int64 {
-	if limit <= 0 || workers <= 0 {
-		return 0
-	}
-	return max(limit/int64(workers), 1)
-}
-
 // fileQueue hands files to workers and counts what is left.
 type fileQueue struct {
 	queue   chan int
 	mu      gosync.Mutex
 	pending int
 	tries   map[int]int
-	// share is each worker's bandwidth limit, bytes per second (0 = none).
-	share int64
+	// limit is the sync's bandwidth limit, bytes per second (0 = none):
+	// each FileSend's sender paces itself to it, and pace, the token
+	// bucket every receiver of the sync shares, holds the sum of the
+	// sources that send at once to it too.
+	limit int64
+	pace  *rate.Limiter
 }
 
 // next returns the next file, waiting while others are being retried;
@@ -298,7 +293,7 @@ func (a *Agent) syncWorker(ctx context.Context, src string, req *enginerpc.Files
 			return ctx.Err()
 		}
 		fi := req.GetSyncFileInfoList()[i]
-		err := a.pullFile(ctx, agent, src, req, fi, q.share, func(n int64) { prog.set(i, n, fi.GetActualSize()) })
+		err := a.pullFile(ctx, agent, src, req, fi, q, func(n int64) { prog.set(i, n, fi.GetActualSize()) })
 		if err == nil {
 			prog.set(i, fi.GetActualSize(), fi.GetActualSize())
 			q.finished()
@@ -319,14 +314,15 @@ func (a *Agent) syncWorker(ctx context.Context, src string, req *enginerpc.Files
 	}
 }
 
-// pullFile receives one file: a receiver here, FileSend on the source agent
-// at most limit bytes per second (0 = no limit).
+// pullFile receives one file: a receiver here, FileSend on the source
+// agent, both within the sync's bandwidth limit (q.limit, q.pace).
 func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClient, srcAddr string,
-	req *enginerpc.FilesSyncRequest, fi *enginerpc.SyncFileInfo, limit int64, progress func(int64)) error {
+	req *enginerpc.FilesSyncRequest, fi *enginerpc.SyncFileInfo, q *fileQueue, progress func(int64)) error {
 	recv, err := a.launch(fi.GetToFileName())
 	if err != nil {
 		return err
 	}
+	recv.SetPace(q.pace)
 	defer recv.Close()
 	stopWatch := watchProgress(recv, progress)
 	defer stopWatch()
@@ -339,7 +335,7 @@ func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClie
 	_, err = src.FileSend(cctx, &enginerpc.FileSendRequest{
 		FromFileName: fi.GetFromFileName(), Host: req.GetToHost(), Port: int32(recv.Port()),
 		FastSync: req.GetFastSync(), FileSyncHttpClientTimeout: req.GetFileSyncHttpClientTimeout(),
-		BandwidthLimitBytesPerSecond: limit,
+		BandwidthLimitBytesPerSecond: q.limit,
 	})
 	if err != nil {
 		return fmt.Errorf("sync %s from %s: %w", fi.GetFromFileName(), srcAddr, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 
 	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/sparse"
@@ -47,6 +48,7 @@ type Receiver struct {
 	df      *os.File // O_DIRECT, when the sender asked for directIO and the file system allows it
 	size    int64
 	checked map[int64]int64 // ranges whose checksum was asked, counted once
+	pace    *rate.Limiter   // SetPace
 	active  int
 	idle    *time.Timer
 
@@ -107,6 +109,16 @@ func (r *Receiver) track(h http.Handler) http.Handler {
 		}()
 		h.ServeHTTP(w, req)
 	})
+}
+
+// SetPace makes every later writeData wait for its body's bytes from l, a
+// token bucket the receivers of one rebuild share (nil: no limit), so that
+// the rebuild's writes stay within its bandwidth limit however many
+// sources send at once.
+func (r *Receiver) SetPace(l *rate.Limiter) {
+	r.mu.Lock()
+	r.pace = l
+	r.mu.Unlock()
 }
 
 // Port is the TCP port the receiver listens on.
@@ -309,8 +321,12 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	n := iv.Len()
 	var err error
 	r.mu.Lock()
-	empty := r.empty
+	empty, pace := r.empty, r.pace
 	r.mu.Unlock()
+	if err := waitPace(req.Context(), pace, len(buf)); err != nil {
+		httpErr(w, http.StatusServiceUnavailable, fmt.Errorf("ssync: writeData abandoned while paced: %w", err))
+		return
+	}
 	if v := req.Header.Get(DataRangesHeader); v != "" && empty {
 		var ranges []sparse.Extent
 		if ranges, err = parseDataRanges(v, iv.Len()); err != nil {
