@@ -8,6 +8,8 @@ import (
 	gosync "sync"
 	"testing"
 	"time"
+
+	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
 // writeDense creates a file of size bytes of random data (no holes).
@@ -101,5 +103,18 @@ func TestPacer(t *testing.T) {
 	t0 := time.Now()
 	if err := waitPace(ctx, newPacer(1<<20), 4<<20); err == nil || time.Since(t0) > 2*time.Second {
 		t.Fatalf("a 4 s wait under a 50 ms deadline: %v after %v", err, time.Since(t0))
+	}
+}
+
+// A writeData that names its data ranges counts only those bytes against
+// the limit; one that does not counts its whole interval.
+func TestDataBytes(t *testing.T) {
+	iv := Interval{4096, 4096 + 1<<20}
+	ranges := []sparse.Extent{{Offset: 0, Length: 4096}, {Offset: 65536, Length: 8192}}
+	if n := dataBytes(iv, ranges, true); n != 12288 {
+		t.Fatalf("named ranges: %d bytes, want 12288", n)
+	}
+	if n := dataBytes(iv, nil, false); n != 1<<20 {
+		t.Fatalf("no ranges: %d bytes, want %d", n, 1<<20)
 	}
 }

@@ -323,16 +323,20 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	empty, pace := r.empty, r.pace
 	r.mu.Unlock()
-	if err := waitPace(req.Context(), pace, len(buf)); err != nil {
-		httpErr(w, http.StatusServiceUnavailable, fmt.Errorf("ssync: writeData abandoned while paced: %w", err))
-		return
-	}
-	if v := req.Header.Get(DataRangesHeader); v != "" && empty {
-		var ranges []sparse.Extent
+	var ranges []sparse.Extent
+	v := req.Header.Get(DataRangesHeader)
+	named := v != "" && empty
+	if named {
 		if ranges, err = parseDataRanges(v, iv.Len()); err != nil {
 			httpErr(w, http.StatusBadRequest, err)
 			return
 		}
+	}
+	if err := waitPace(req.Context(), pace, int(dataBytes(iv, ranges, named))); err != nil {
+		httpErr(w, http.StatusServiceUnavailable, fmt.Errorf("ssync: writeData abandoned while paced: %w", err))
+		return
+	}
+	if named {
 		n, err = writeRanges(f, buf, iv.Begin, ranges)
 		if err == nil && n > 0 {
 			// Start the writeback now rather than at close's fsync, so
@@ -353,6 +357,19 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	if !seen {
 		r.processed.Add(n)
 	}
+}
+
+// dataBytes is what a writeData of iv writes: the bytes of its data
+// ranges when it names them (named), else all of iv.
+func dataBytes(iv Interval, ranges []sparse.Extent, named bool) int64 {
+	if !named {
+		return iv.Len()
+	}
+	var n int64
+	for _, e := range ranges {
+		n += e.Length
+	}
+	return n
 }
 
 // writeRanges writes the ranges of buf (offsets relative to buf, which

@@ -38,9 +38,11 @@ type SendOptions struct {
 	Workers int
 	// Progress, when set, is called with the data bytes processed so far.
 	Progress func(done int64)
-	// BandwidthLimit caps the writeData bodies at this many bytes per
-	// second over the transfer (a token bucket of one batch, shared by the
-	// workers, taken before each body is sent); 0 = no limit.
+	// BandwidthLimit caps the data the writeData requests carry at this
+	// many bytes per second over the transfer (a token bucket of one
+	// batch, shared by the workers, taken before each request; the zeroes
+	// a coalesced request carries between its data ranges are not
+	// written and do not count); 0 = no limit.
 	BandwidthLimit int64
 }
 
@@ -460,7 +462,7 @@ func (s *sender) do(ctx context.Context, j job, existed bool) error {
 			return nil
 		}
 	}
-	if err := waitPace(ctx, s.pace, len(buf)); err != nil {
+	if err := waitPace(ctx, s.pace, int(j.data)); err != nil {
 		return err
 	}
 	var hdr http.Header
