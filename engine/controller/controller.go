@@ -99,6 +99,7 @@ type Controller struct {
 	syncLimit             int
 	rebuilds              map[string]*rebuildState
 	purgeCancel           context.CancelFunc // stops watchPurge
+	handedOver            *handOver          // set while a new engine took the volume over
 	wg                    sync.WaitGroup
 }
 
