@@ -53,9 +53,9 @@ func (o rebuildOptions) variants(bin string) []rebuildVariant {
 // RebuildRun is one data size's rebuild measurement.
 type RebuildRun struct {
 	DataBytes   int64     `json:"data_bytes"`
-	Binary      string    `json:"binary"`        // "default", "limit" (-rebuild-limit) or "alt" (-longhorn-alt)
+	Binary      string    `json:"binary"`         // "default", "limit" (-rebuild-limit) or "alt" (-longhorn-alt)
 	LimitMBps   int64     `json:"limit_mb_per_s"` // rebuild bandwidth limit, 0 = none
-	Disk        FioResult `json:"disk_seqwrite"` // the physical limit
+	Disk        FioResult `json:"disk_seqwrite"`  // the physical limit
 	FullSecs    float64   `json:"full_s"`
 	FullMiBps   float64   `json:"full_mib_per_s"`
 	DeltaSecs   float64   `json:"delta_s"`
