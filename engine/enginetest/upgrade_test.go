@@ -529,3 +529,17 @@ func killNewEngineAfterHandOver(old, nw *engineProc, stopped *replicaProc) error
 	}
 	return nil
 }
+
+// TestLiveUpgradeFrontendsRefused: a new engine with a frontend that cannot
+// take a running one over exits at once, saying so, before it contacts
+// anything.
+func TestLiveUpgradeFrontendsRefused(t *testing.T) {
+	for _, fe := range []string{"iscsi", "blockdev"} {
+		out, err := runTool(30*time.Second, testutilBinary(t), "engine", "controller", "vol", "--size", "4096",
+			"--frontend", fe, "--replica", "tcp://127.0.0.1:1", "--upgrade-from", "127.0.0.1:1",
+			"--listen", "127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)))
+		if err == nil || !strings.Contains(out, "live upgrade is not supported yet for frontend") || !strings.Contains(out, fe) {
+			t.Fatalf("--frontend %s --upgrade-from: %v\n%s", fe, err, out)
+		}
+	}
+}
