@@ -122,7 +122,7 @@ func (s *ExtServer) VolumeUpgradeHandOver(ctx context.Context, req *enginerpc.Vo
 		return nil, status.Error(codes.InvalidArgument, "endpoint is required: the frontend endpoint the new engine took over")
 	}
 	s.c.log.WithField("newEngine", req.GetNewEngineAddress()).Info("hand-over requested by a new engine")
-	res, err := s.c.HandOver(ctx, req.GetEndpoint())
+	res, err := s.c.HandOver(ctx, req.GetEndpoint(), req.GetNewReplicaAddresses())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -134,6 +134,15 @@ func (s *ExtServer) VolumeUpgradeHandOver(ctx context.Context, req *enginerpc.Vo
 // (Controller.AbortHandOver).
 func (s *ExtServer) VolumeUpgradeAbort(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty, error) {
 	if err := s.c.AbortHandOver(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &emptypb.Empty{}, nil
+}
+
+// VolumeUpgradeDone ends the old engine's watch after a hand-over
+// (Controller.HandOverDone).
+func (s *ExtServer) VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	if err := s.c.HandOverDone(); err != nil {
 		return nil, toStatus(err)
 	}
 	return &emptypb.Empty{}, nil

@@ -220,3 +220,14 @@ func (s *Server) EndpointFor(name string) (string, error) {
 	}
 	return endpointURI(network, addr, name), nil
 }
+
+// HandOverSocket is the socket path of a running unix listener ("" for TCP
+// or a stopped server): the path a new engine takes over.
+func (s *Server) HandOverSocket() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if l, ok := s.ln.(*sockListener); ok && s.up {
+		return l.path
+	}
+	return ""
+}
