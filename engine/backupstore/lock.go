@@ -61,6 +61,7 @@ type Lock struct {
 
 	mu         sync.Mutex
 	serverTime time.Time
+	created    time.Time // when create wrote the file
 	stop       chan struct{}
 	done       chan struct{}
 }
@@ -136,12 +137,30 @@ func (l *Lock) remove(ctx context.Context) error {
 // volume is waited for as long as ctx allows. The held lock is refreshed
 // every LockRefreshInterval until Release.
 func (l *Lock) Acquire(ctx context.Context) error {
-	o := l.s.opts
+	if err := l.create(ctx); err != nil {
+		return err
+	}
+	return l.wait(ctx)
+}
+
+// create writes the lock file (not acquired yet); wait then acquires it.
+// Between the two the caller may read the store (never write it): what it
+// read must be read again once the lock is held.
+func (l *Lock) create(ctx context.Context) error {
 	if err := l.save(ctx); err != nil {
 		return err
 	}
-	start, t0, checks := l.serverTime, time.Now(), 0
-	if err := sleepCtx(ctx, o.LockCheckWait); err != nil {
+	l.created = time.Now()
+	return nil
+}
+
+// wait is Acquire after create: it sleeps what is left of LockCheckWait
+// since the file was written, then checks the other locks every
+// LockCheckInterval until none comes first. On failure the file is removed.
+func (l *Lock) wait(ctx context.Context) error {
+	o := l.s.opts
+	start, t0, checks := l.serverTime, l.created, 0
+	if err := sleepCtx(ctx, o.LockCheckWait-time.Since(t0)); err != nil {
 		return l.abandon(err)
 	}
 	for ; ; checks++ {

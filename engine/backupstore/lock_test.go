@@ -173,3 +173,74 @@ func TestLockRefresh(t *testing.T) {
 		t.Fatalf("lock file left after Release: %v", err)
 	}
 }
+
+// timedDest records when its first block was written.
+type timedDest struct {
+	memDest
+	once  sync.Once
+	first time.Time
+}
+
+func (d *timedDest) WriteAt(p []byte, off int64) (int, error) {
+	d.once.Do(func() { d.first = time.Now() })
+	return d.memDest.WriteAt(p, off)
+}
+
+// A restore moves blocks while its lock's check wait runs, and succeeds only
+// once the lock is held and the backup read again is unchanged; a deletion
+// lock that outlasts LockMaxWait fails Run with ErrLocked, and a backup
+// removed while the restore waited fails it with ErrNotFound (the blocks
+// already written do not count).
+func TestRestoreOverlapsLockWait(t *testing.T) {
+	opts := fastOpts()
+	opts.LockCheckWait = 300 * time.Millisecond
+	dir := t.TempDir()
+	s, err := Open(context.Background(), "vfs://"+dir, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newMemSource(8 * mib)
+	randomBlocks(rand.New(rand.NewSource(3)), src, DefaultBlockSize, []int64{0, 1, 3})
+	src.snapshot("s1")
+	b := backupOf(t, s, src, "s1", nil)
+	restore := func() (*timedDest, time.Duration, error) {
+		start := time.Now()
+		job, err := s.PrepareRestore(context.Background(), RestoreRequest{VolumeName: "vol-1", BackupName: b.Name})
+		if err != nil {
+			return nil, 0, err
+		}
+		d := &timedDest{memDest: memDest{buf: make([]byte, job.VolumeSize())}}
+		err = job.Run(context.Background(), d, nil)
+		return d, time.Since(start), err
+	}
+	d, took, err := restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha(d.buf) != sha(src.snaps["s1"]) {
+		t.Fatal("restored bytes differ")
+	}
+	if took < opts.LockCheckWait || d.first.IsZero() || time.Since(d.first) < took-opts.LockCheckWait+50*time.Millisecond {
+		t.Fatalf("restore took %v, first block written %v before its end; want the blocks moving within the %v lock check wait",
+			took, time.Since(d.first), opts.LockCheckWait)
+	}
+
+	lock := filepath.Join(dir, LocksPath("vol-1"), "lock-00000000000000dd.lck")
+	if err := os.WriteFile(lock, []byte(`{"Name":"lock-00000000000000dd","Type":2,"Acquired":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := restore(); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "lock-00000000000000dd") {
+		t.Fatalf("restore under a deletion lock: %v, want ErrLocked naming it", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = os.Remove(filepath.Join(dir, BackupConfigPath("vol-1", b.Name)))
+		_ = os.Remove(lock)
+	}()
+	if _, _, err := restore(); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("restore of a backup deleted while it waited for its lock: %v, want ErrNotFound", err)
+	}
+	if locks, _ := s.listLocks(context.Background(), "vol-1"); len(locks) != 0 {
+		t.Fatalf("locks left: %+v", locks)
+	}
+}
