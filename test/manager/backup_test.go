@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -151,6 +152,15 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	start = time.Now()
 	c.waitEngineRestored(t, "bak-dr", "bak-backup-2")
 	t.Logf("MEASURE standby volume restored the next backup %v after it completed", time.Since(start).Round(time.Millisecond))
+	// one of the standby volume's replicas fails and is rebuilt: the volume
+	// keeps following the backups, and the rebuilt replica holds them too
+	drReplicas := c.replicasOf("bak-dr")
+	if len(drReplicas) == 0 {
+		t.Fatal("standby volume bak-dr has no replicas")
+	}
+	start = time.Now()
+	c.rebuildOn(t, "bak-dr", drReplicas[0].Spec.NodeID, false)
+	t.Logf("MEASURE standby volume's replica on %s rebuilt in %v", drReplicas[0].Spec.NodeID, time.Since(start).Round(time.Millisecond))
 	// and the one after: the standby volume follows three backups incrementally
 	qemuIO(t, ep, "write -P 0x55 40M 2M")
 	b3 := c.backupOf(t, src, "bak-snap-3", "bak-backup-3")
@@ -163,6 +173,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	c.waitRestored(t, "bak-dr", 2*time.Minute)
 	c.attach("bak-dr", "n3")
 	c.waitState("bak-dr", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
+	c.killSurvivor(t, "bak-dr", drReplicas)
 	dep := c.hostEndpoint("n3", c.engineOf("bak-dr").Status.Endpoint)
 	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x55 40M 2M", "read -P 0x33 62M 2M")
 	t.Run("recurring jobs", func(t *testing.T) { testRecurringJobs(t, c, src) })
@@ -174,6 +185,28 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
+}
+
+// killSurvivor kills the process of the standby volume's replica that was
+// not rebuilt (before[1]; before[0] was) and waits until the volume is
+// degraded, so that the reads that follow come from the rebuilt replica.
+func (c *cluster) killSurvivor(t *testing.T, vol string, before []longhorn.Replica) {
+	t.Helper()
+	if len(before) < 2 {
+		t.Fatalf("volume %s had %d replicas, want 2", vol, len(before))
+	}
+	var dir string
+	for _, r := range c.replicasOf(vol) {
+		if r.UID == before[1].UID {
+			dir = r.Spec.DataDirectoryName
+		}
+	}
+	ps := c.pids("engine replica", dir)
+	if dir == "" || len(ps) != 1 {
+		t.Fatalf("replica %s of %s that was not rebuilt: dir %q processes %v", before[1].Name, vol, dir, ps)
+	}
+	c.must(syscall.Kill(ps[0], syscall.SIGKILL))
+	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessDegraded, 60*time.Second)
 }
 
 // checkIncremental checks a backup taken after one new 2 MiB block was
