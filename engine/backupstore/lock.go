@@ -62,6 +62,13 @@ type Lock struct {
 	mu         sync.Mutex
 	serverTime time.Time
 	created    time.Time // when create wrote the file
+	// sawOther: a lock of another type (a deletion, for a backup) was in the
+	// store right after create or at a check; only such a lock's holder can
+	// have changed the store (removed blocks) before this lock was acquired
+	sawOther bool
+	// sawSame: a lock that this one waits behind by our backup-after-backup
+	// rule was in the store right after create, or came first at a check
+	sawSame bool
 	stop       chan struct{}
 	done       chan struct{}
 }
@@ -151,7 +158,25 @@ func (l *Lock) create(ctx context.Context) error {
 		return err
 	}
 	l.created = time.Now()
+	locks, err := l.s.listLocks(ctx, l.volume)
+	if err != nil {
+		return l.abandon(err)
+	}
+	l.noteOthers(locks)
+	for _, o := range locks {
+		if _, oc := conflict(l.file, o.lockFile); oc && o.Name != l.file.Name && l.s.opts.Now().Sub(o.serverTime) <= l.s.opts.LockDuration {
+			l.sawSame = true
+		}
+	}
 	return nil
+}
+
+func (l *Lock) noteOthers(locks []serverLock) {
+	for _, o := range locks {
+		if o.Name != l.file.Name && o.Type != l.file.Type {
+			l.sawOther = true
+		}
+	}
 }
 
 // wait is Acquire after create: it sleeps what is left of LockCheckWait
@@ -168,8 +193,12 @@ func (l *Lock) wait(ctx context.Context) error {
 		if err != nil {
 			return l.abandon(err)
 		}
+		l.noteOthers(locks)
 		me := serverLock{lockFile: l.file, serverTime: l.serverTime}
 		typ, op := blockers(me, locks, o.Now(), o.LockDuration)
+		if len(op) > 0 {
+			l.sawSame = true
+		}
 		if len(typ) == 0 && len(op) == 0 {
 			l.file.Acquired = true
 			if err := l.save(ctx); err != nil {
