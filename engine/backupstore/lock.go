@@ -69,8 +69,8 @@ type Lock struct {
 	// sawSame: a lock that this one waits behind by our backup-after-backup
 	// rule was in the store right after create, or came first at a check
 	sawSame bool
-	stop       chan struct{}
-	done       chan struct{}
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 func (s *Store) newLock(volume string, typ int, op string) *Lock {
