@@ -113,3 +113,36 @@ func (s *ExtServer) SnapshotCloneStatus(ctx context.Context, _ *emptypb.Empty) (
 	}
 	return out, nil
 }
+
+// VolumeUpgradeHandOver drains this engine and closes its replicas for the
+// new engine of a live upgrade (Controller.HandOver).
+func (s *ExtServer) VolumeUpgradeHandOver(ctx context.Context, req *enginerpc.VolumeUpgradeHandOverRequest) (*enginerpc.VolumeUpgradeHandOverReply, error) {
+	if req.GetEndpoint() == "" {
+		return nil, status.Error(codes.InvalidArgument, "endpoint is required: the frontend endpoint the new engine took over")
+	}
+	s.c.log.WithField("newEngine", req.GetNewEngineAddress()).Info("hand-over requested by a new engine")
+	res, err := s.c.HandOver(ctx, req.GetEndpoint(), req.GetNewReplicaAddresses())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &enginerpc.VolumeUpgradeHandOverReply{Size: res.Size, ReplicaAddresses: res.Replicas, Frontend: res.Frontend,
+		DrainMicroseconds: res.Drain.Microseconds()}, nil
+}
+
+// VolumeUpgradeAbort takes the volume back after a hand-over
+// (Controller.AbortHandOver).
+func (s *ExtServer) VolumeUpgradeAbort(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty, error) {
+	if err := s.c.AbortHandOver(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &emptypb.Empty{}, nil
+}
+
+// VolumeUpgradeDone ends the old engine's watch after a hand-over
+// (Controller.HandOverDone).
+func (s *ExtServer) VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	if err := s.c.HandOverDone(); err != nil {
+		return nil, toStatus(err)
+	}
+	return &emptypb.Empty{}, nil
+}
