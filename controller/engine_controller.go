@@ -353,7 +353,8 @@ func rebuildStatusOf(in map[string]*engineapi.RebuildStatus) map[string]*longhor
 	out := map[string]*longhorn.RebuildStatus{}
 	for addr, s := range in {
 		out[addr] = &longhorn.RebuildStatus{Error: s.Error, IsRebuilding: s.IsRebuilding, Progress: s.Progress, State: s.State,
-			FromReplicaAddress: s.FromReplicaAddress, FromReplicaAddressList: s.FromReplicaAddressList}
+			FromReplicaAddress: s.FromReplicaAddress, FromReplicaAddressList: s.FromReplicaAddressList,
+			AppliedRebuildingMBps: s.AppliedRebuildingMBps}
 	}
 	return emptyToNil(out)
 }

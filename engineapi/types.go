@@ -166,6 +166,8 @@ type RebuildStatus struct {
 	State                  string
 	FromReplicaAddress     string
 	FromReplicaAddressList []string
+	// AppliedRebuildingMBps is the rebuild's bandwidth limit, MB/s (0 = none).
+	AppliedRebuildingMBps int64
 }
 
 // PurgeStatus is the progress of a snapshot purge on one replica.
@@ -206,6 +208,8 @@ type ReplicaAddRequest struct {
 	FileSyncHTTPClientTimeout int32
 	// ConcurrentSyncLimit is 1..5; 0 = engine default.
 	ConcurrentSyncLimit int32
+	// BandwidthLimit caps the rebuild's writes, MB/s (2^20 bytes); 0 = none.
+	BandwidthLimit int64
 }
 
 // SnapshotCloneRequest asks the engine to clone a snapshot of another volume.

@@ -31,7 +31,8 @@ func (s *ExtServer) ReplicaAdd(ctx context.Context, req *enginerpc.ReplicaAddReq
 		}
 	}
 	err := s.c.AddReplica(ctx, AddRequest{Address: req.GetAddress(), InstanceName: req.GetInstanceName(),
-		FastSync: req.GetFastSync(), FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout())})
+		FastSync: req.GetFastSync(), FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout()),
+		BandwidthLimit: req.GetReplicaRebuildingBandwidthLimit()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -43,7 +44,7 @@ func (s *ExtServer) ReplicaRebuildingStatus(context.Context, *emptypb.Empty) (*e
 	out := &enginerpc.ReplicaRebuildingStatusReply{Status: map[string]*enginerpc.ReplicaRebuildStatus{}}
 	for addr, st := range s.c.RebuildStatus() {
 		rs := &enginerpc.ReplicaRebuildStatus{Error: st.Error, IsRebuilding: st.IsRebuilding,
-			Progress: st.Progress, State: st.State, FromReplicaAddressList: st.From}
+			Progress: st.Progress, State: st.State, FromReplicaAddressList: st.From, AppliedRebuildingMbps: st.AppliedMBps}
 		if len(st.From) > 0 {
 			rs.FromReplicaAddress = st.From[0]
 		}

@@ -159,17 +159,18 @@ func (x *VolumeUpgradeHandOverReply) GetDrainMicroseconds() int64 {
 }
 
 type ReplicaAddRequest struct {
-	state                     protoimpl.MessageState `protogen:"open.v1"`
-	Address                   string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"` // new replica, "tcp://HOST:P"
-	InstanceName              string                 `protobuf:"bytes,2,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
-	Restore                   bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
-	FastSync                  bool                   `protobuf:"varint,4,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`                                                          // skip files whose recorded checksum matches
-	FileSyncHttpClientTimeout int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
-	ConcurrentSyncLimit       int32                  `protobuf:"varint,6,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`                       // 1..5, 0 = engine default
-	Size                      int64                  `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
-	CurrentSize               int64                  `protobuf:"varint,8,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	state                           protoimpl.MessageState `protogen:"open.v1"`
+	Address                         string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"` // new replica, "tcp://HOST:P"
+	InstanceName                    string                 `protobuf:"bytes,2,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
+	Restore                         bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
+	FastSync                        bool                   `protobuf:"varint,4,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`                                                          // skip files whose recorded checksum matches
+	FileSyncHttpClientTimeout       int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
+	ConcurrentSyncLimit             int32                  `protobuf:"varint,6,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`                       // 1..5, 0 = engine default
+	Size                            int64                  `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	CurrentSize                     int64                  `protobuf:"varint,8,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
+	ReplicaRebuildingBandwidthLimit int64                  `protobuf:"varint,9,opt,name=replica_rebuilding_bandwidth_limit,json=replicaRebuildingBandwidthLimit,proto3" json:"replica_rebuilding_bandwidth_limit,omitempty"` // MB/s (2^20 bytes) the rebuild writes at most, 0 = no limit
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *ReplicaAddRequest) Reset() {
@@ -258,6 +259,13 @@ func (x *ReplicaAddRequest) GetCurrentSize() int64 {
 	return 0
 }
 
+func (x *ReplicaAddRequest) GetReplicaRebuildingBandwidthLimit() int64 {
+	if x != nil {
+		return x.ReplicaRebuildingBandwidthLimit
+	}
+	return 0
+}
+
 type ReplicaRebuildStatus struct {
 	state                  protoimpl.MessageState `protogen:"open.v1"`
 	Error                  string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -266,6 +274,7 @@ type ReplicaRebuildStatus struct {
 	State                  string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`        // "", in_progress, complete, error
 	FromReplicaAddress     string                 `protobuf:"bytes,5,opt,name=from_replica_address,json=fromReplicaAddress,proto3" json:"from_replica_address,omitempty"`
 	FromReplicaAddressList []string               `protobuf:"bytes,6,rep,name=from_replica_address_list,json=fromReplicaAddressList,proto3" json:"from_replica_address_list,omitempty"`
+	AppliedRebuildingMbps  int64                  `protobuf:"varint,7,opt,name=applied_rebuilding_mbps,json=appliedRebuildingMbps,proto3" json:"applied_rebuilding_mbps,omitempty"` // the bandwidth limit of the rebuild, MB/s, 0 = none
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -340,6 +349,13 @@ func (x *ReplicaRebuildStatus) GetFromReplicaAddressList() []string {
 		return x.FromReplicaAddressList
 	}
 	return nil
+}
+
+func (x *ReplicaRebuildStatus) GetAppliedRebuildingMbps() int64 {
+	if x != nil {
+		return x.AppliedRebuildingMbps
+	}
+	return 0
 }
 
 type ReplicaRebuildingStatusReply struct {
@@ -949,7 +965,7 @@ const file_extensions_proto_rawDesc = "" +
 	"\x04size\x18\x01 \x01(\x03R\x04size\x12+\n" +
 	"\x11replica_addresses\x18\x02 \x03(\tR\x10replicaAddresses\x12\x1a\n" +
 	"\bfrontend\x18\x03 \x01(\tR\bfrontend\x12-\n" +
-	"\x12drain_microseconds\x18\x04 \x01(\x03R\x11drainMicroseconds\"\xb6\x02\n" +
+	"\x12drain_microseconds\x18\x04 \x01(\x03R\x11drainMicroseconds\"\x83\x03\n" +
 	"\x11ReplicaAddRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\rinstance_name\x18\x02 \x01(\tR\finstanceName\x12\x18\n" +
@@ -958,14 +974,16 @@ const file_extensions_proto_rawDesc = "" +
 	"\x1dfile_sync_http_client_timeout\x18\x05 \x01(\x05R\x19fileSyncHttpClientTimeout\x122\n" +
 	"\x15concurrent_sync_limit\x18\x06 \x01(\x05R\x13concurrentSyncLimit\x12\x12\n" +
 	"\x04size\x18\a \x01(\x03R\x04size\x12!\n" +
-	"\fcurrent_size\x18\b \x01(\x03R\vcurrentSize\"\xf0\x01\n" +
+	"\fcurrent_size\x18\b \x01(\x03R\vcurrentSize\x12K\n" +
+	"\"replica_rebuilding_bandwidth_limit\x18\t \x01(\x03R\x1freplicaRebuildingBandwidthLimit\"\xa8\x02\n" +
 	"\x14ReplicaRebuildStatus\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12#\n" +
 	"\ris_rebuilding\x18\x02 \x01(\bR\fisRebuilding\x12\x1a\n" +
 	"\bprogress\x18\x03 \x01(\x05R\bprogress\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x120\n" +
 	"\x14from_replica_address\x18\x05 \x01(\tR\x12fromReplicaAddress\x129\n" +
-	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\"\xbf\x01\n" +
+	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\x126\n" +
+	"\x17applied_rebuilding_mbps\x18\a \x01(\x03R\x15appliedRebuildingMbps\"\xbf\x01\n" +
 	"\x1cReplicaRebuildingStatusReply\x12G\n" +
 	"\x06status\x18\x01 \x03(\v2/.lhext.ReplicaRebuildingStatusReply.StatusEntryR\x06status\x1aV\n" +
 	"\vStatusEntry\x12\x10\n" +
