@@ -101,7 +101,8 @@ func upgradeVolume(ctx context.Context, ctl *controller.Controller, fes *fronten
 		return err
 	}
 	cctx, cancel = context.WithTimeout(ctx, handOverTimeout)
-	res, err := oldExt.VolumeUpgradeHandOver(cctx, &enginerpc.VolumeUpgradeHandOverRequest{Endpoint: want})
+	res, err := oldExt.VolumeUpgradeHandOver(cctx, &enginerpc.VolumeUpgradeHandOverRequest{Endpoint: want,
+		NewEngineAddress: fes.c.String("listen"), NewReplicaAddresses: replicas})
 	cancel()
 	if err != nil {
 		if rerr := take.Revert(); rerr != nil {
@@ -114,6 +115,12 @@ func upgradeVolume(ctx context.Context, ctl *controller.Controller, fes *fronten
 		return abortUpgrade(ctx, ctl, take, oldExt, replicas, opts.Name, err)
 	}
 	take.Commit()
+	cctx, cancel = context.WithTimeout(ctx, handOverTimeout)
+	if _, err := oldExt.VolumeUpgradeDone(cctx, &emptypb.Empty{}); err != nil {
+		// The old engine keeps watching the socket, which this engine serves.
+		logrus.WithError(err).Warn("engine: live upgrade: the old engine did not take VolumeUpgradeDone")
+	}
+	cancel()
 	logrus.WithFields(logrus.Fields{"volume": opts.Name, "from": from, "oldDrain": time.Duration(res.GetDrainMicroseconds()) * time.Microsecond,
 		"pause": time.Since(t0)}).Info("engine: live upgrade: took the volume over")
 	return nil

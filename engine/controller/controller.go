@@ -229,6 +229,9 @@ func (c *Controller) Shutdown() error {
 	if c.purgeCancel != nil {
 		c.purgeCancel()
 	}
+	if c.handedOver != nil {
+		c.handedOver.stopWatch()
+	}
 	c.mu.Unlock()
 	c.wg.Wait()
 	return err

@@ -31,7 +31,8 @@ func (s *ExtServer) ReplicaAdd(ctx context.Context, req *enginerpc.ReplicaAddReq
 		}
 	}
 	err := s.c.AddReplica(ctx, AddRequest{Address: req.GetAddress(), InstanceName: req.GetInstanceName(),
-		FastSync: req.GetFastSync(), FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout())})
+		FastSync: req.GetFastSync(), FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout()),
+		BandwidthLimit: req.GetReplicaRebuildingBandwidthLimit()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -43,7 +44,7 @@ func (s *ExtServer) ReplicaRebuildingStatus(context.Context, *emptypb.Empty) (*e
 	out := &enginerpc.ReplicaRebuildingStatusReply{Status: map[string]*enginerpc.ReplicaRebuildStatus{}}
 	for addr, st := range s.c.RebuildStatus() {
 		rs := &enginerpc.ReplicaRebuildStatus{Error: st.Error, IsRebuilding: st.IsRebuilding,
-			Progress: st.Progress, State: st.State, FromReplicaAddressList: st.From}
+			Progress: st.Progress, State: st.State, FromReplicaAddressList: st.From, AppliedRebuildingMbps: st.AppliedMBps}
 		if len(st.From) > 0 {
 			rs.FromReplicaAddress = st.From[0]
 		}
@@ -121,7 +122,7 @@ func (s *ExtServer) VolumeUpgradeHandOver(ctx context.Context, req *enginerpc.Vo
 		return nil, status.Error(codes.InvalidArgument, "endpoint is required: the frontend endpoint the new engine took over")
 	}
 	s.c.log.WithField("newEngine", req.GetNewEngineAddress()).Info("hand-over requested by a new engine")
-	res, err := s.c.HandOver(ctx, req.GetEndpoint())
+	res, err := s.c.HandOver(ctx, req.GetEndpoint(), req.GetNewReplicaAddresses())
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -133,6 +134,15 @@ func (s *ExtServer) VolumeUpgradeHandOver(ctx context.Context, req *enginerpc.Vo
 // (Controller.AbortHandOver).
 func (s *ExtServer) VolumeUpgradeAbort(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty, error) {
 	if err := s.c.AbortHandOver(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &emptypb.Empty{}, nil
+}
+
+// VolumeUpgradeDone ends the old engine's watch after a hand-over
+// (Controller.HandOverDone).
+func (s *ExtServer) VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	if err := s.c.HandOverDone(); err != nil {
 		return nil, toStatus(err)
 	}
 	return &emptypb.Empty{}, nil

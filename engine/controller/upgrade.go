@@ -13,13 +13,17 @@ import (
 // (the nbd frontend on a unix socket).
 type handOverFrontend interface {
 	CanHandOver() error
+	// HandOverSocket is the unix socket path the new engine takes over.
+	HandOverSocket() string
 }
 
 // handOver is what the old engine keeps after a hand-over, for an abort.
 type handOver struct {
-	addrs    []string
-	size     int64
-	frontend string
+	addrs       []string
+	size        int64
+	frontend    string
+	newReplicas []string           // the new engine's, closed before a self-abort
+	stopWatch   context.CancelFunc // ends watchHandOver
 }
 
 // HandOverResult is what HandOver reports to the new engine.
@@ -42,14 +46,18 @@ type HandOverResult struct {
 // ("not supported yet"). Then it drains the frontend (requests read are
 // answered; the client re-sends the rest to the new engine), flushes, and
 // closes every replica, which the new engine's replica processes on the same
-// directories then open. The addresses are kept for AbortHandOver.
-func (c *Controller) HandOver(ctx context.Context, endpoint string) (HandOverResult, error) {
+// directories then open. The addresses are kept for AbortHandOver. Until
+// HandOverDone, the engine watches the socket: when no engine listens on it
+// any more (the new engine died), it closes newReplicas and takes the volume
+// back by itself (watchHandOver).
+func (c *Controller) HandOver(ctx context.Context, endpoint string, newReplicas []string) (HandOverResult, error) {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
 	feName, err := c.canHandOver(ctx, endpoint)
 	if err != nil {
 		return HandOverResult{}, err
 	}
+	socket := c.fe.(handOverFrontend).HandOverSocket()
 	t0 := time.Now()
 	if err := c.shutdownFrontend(); err != nil {
 		return HandOverResult{}, fmt.Errorf("hand-over: drain frontend: %w", err)
@@ -71,11 +79,17 @@ func (c *Controller) HandOver(ctx context.Context, endpoint string) (HandOverRes
 	closeErr := c.closeReplicas(ctx, bs)
 	c.mu.Lock()
 	c.started = false
-	c.handedOver = &handOver{addrs: addrs, size: size, frontend: feName}
+	wctx, stopWatch := context.WithCancel(context.Background())
+	c.handedOver = &handOver{addrs: addrs, size: size, frontend: feName, newReplicas: newReplicas, stopWatch: stopWatch}
 	c.mu.Unlock()
 	if closeErr != nil {
 		return HandOverResult{}, c.abortLocked(ctx, closeErr)
 	}
+	c.wg.Add(1)
+	go func() {
+		defer c.wg.Done()
+		c.watchHandOver(wctx, socket)
+	}()
 	d := time.Since(t0)
 	c.log.WithFields(logrus.Fields{"replicas": addrs, "drain": d}).Info("hand-over: volume handed to the new engine")
 	return HandOverResult{Size: size, Replicas: addrs, Frontend: feName, Drain: d}, nil
@@ -149,11 +163,35 @@ func (c *Controller) resumeAfterFailure(ctx context.Context, cause error, feName
 }
 
 // AbortHandOver takes the volume back after HandOver (VolumeUpgradeAbort):
-// it opens the replicas it closed and serves its frontend again.
+// it opens the replicas it closed and serves its frontend again. A volume
+// this engine already took back by itself is not an error.
 func (c *Controller) AbortHandOver(ctx context.Context) error {
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
+	c.mu.Lock()
+	taken := c.handedOver == nil && c.started
+	c.mu.Unlock()
+	if taken {
+		return nil
+	}
 	return c.abortLocked(ctx, nil)
+}
+
+// HandOverDone ends the watch of HandOver (VolumeUpgradeDone): the new
+// engine serves the volume; this engine keeps nothing of it.
+func (c *Controller) HandOverDone() error {
+	c.opMu.Lock()
+	defer c.opMu.Unlock()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	h := c.handedOver
+	if h == nil {
+		return fmt.Errorf("%w: no hand-over in progress", ErrPrecondition)
+	}
+	h.stopWatch()
+	c.handedOver = &handOver{stopWatch: func() {}}
+	c.log.Info("hand-over done: the new engine serves the volume")
+	return nil
 }
 
 // abortLocked is AbortHandOver under opMu; a non-nil cause is returned
@@ -162,12 +200,13 @@ func (c *Controller) abortLocked(ctx context.Context, cause error) error {
 	c.mu.Lock()
 	h := c.handedOver
 	c.mu.Unlock()
-	if h == nil {
+	if h == nil || h.addrs == nil {
 		return fmt.Errorf("%w: no hand-over to abort", ErrPrecondition)
 	}
 	if err := c.start(ctx, h.addrs, h.size, 0, false, h.frontend); err != nil {
 		return errors.Join(cause, fmt.Errorf("abort hand-over: %w", err))
 	}
+	h.stopWatch()
 	c.mu.Lock()
 	c.handedOver = nil
 	c.mu.Unlock()

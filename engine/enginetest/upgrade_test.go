@@ -429,3 +429,122 @@ func TestLiveUpgradeAbort(t *testing.T) {
 	}
 	verifyModel(t, "volume through the old engine after the abort", got, want, chunk)
 }
+
+// TestLiveUpgradeNewEngineKilled: the new engine is killed after the old
+// one handed the volume over (it hangs opening a stopped replica process):
+// the old engine finds no listener on the socket, closes the new replicas
+// and takes the volume back by itself; qemu-io, writing all along, sees no
+// error and every byte is where the model says.
+func TestLiveUpgradeNewEngineKilled(t *testing.T) {
+	testutilTools(t, "qemu-io", "nbdcopy")
+	const size, chunk = 16 << 20, 64 << 10
+	d1, d2 := t.TempDir(), t.TempDir()
+	r1, r2 := startReplica(t, d1, size), startReplica(t, d2, size)
+	e1 := startEngine(t, "upgkill", size, []*replicaProc{r1, r2})
+	q := startQemuShell(t, e1.sock, e1.vol)
+	model := make([]byte, size/chunk)
+	rng := rand.New(rand.NewSource(22))
+	pat := byte(0)
+	var rounds int
+	var maxRound time.Duration
+	write := func() {
+		pat = pat%250 + 1
+		chunks := rng.Perm(len(model))[:8]
+		cs := make([]int64, len(chunks))
+		for i, c := range chunks {
+			cs[i] = int64(c)
+		}
+		maxRound = max(maxRound, q.round(cs, pat, chunk))
+		for _, c := range chunks {
+			model[c] = pat
+		}
+		rounds++
+	}
+	for range 10 {
+		write()
+	}
+	n1, n2 := startReplica(t, d1, size), startReplica(t, d2, size)
+	_ = n2.cmd.Process.Signal(syscall.SIGSTOP)
+	e2 := startUpgradeEngine(t, e1, size, []*replicaProc{n1, n2})
+	// The kill and the take-back run beside the writes, which the test
+	// goroutine keeps issuing; the result comes back on done.
+	done := make(chan error, 1)
+	go func() { done <- killNewEngineAfterHandOver(e1, e2, n2) }()
+	for waiting := true; waiting; {
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Fatal(err)
+			}
+			waiting = false
+		default:
+			write()
+		}
+	}
+	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
+		write() // writes go on through the old engine
+	}
+	q.quit()
+	for _, r := range []*replicaProc{n1, n2} {
+		if st := replicaState(t, r); st != "closed" {
+			t.Fatalf("new replica %s is %s after the self-abort, want closed", r.addr, st)
+		}
+	}
+	if m := e1.modes(); m[r1.addr] != "RW" || m[r2.addr] != "RW" {
+		t.Fatalf("old engine replicas: %v", m)
+	}
+	want := make([]byte, size)
+	for c, p := range model {
+		if p != 0 {
+			copy(want[int64(c)*chunk:], bytes.Repeat([]byte{p}, chunk))
+		}
+	}
+	img := filepath.Join(t.TempDir(), "volume.raw")
+	run(t, 2*time.Minute, "nbdcopy", e1.uri(), img)
+	got, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyModel(t, "volume through the old engine after the self-abort", got, want, chunk)
+	for _, p := range []string{e1.sock + ".prev", e1.sock + ".upgrade"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s left behind: %v", p, err)
+		}
+	}
+	t.Logf("%d rounds, longest %v (the new engine's death and the old engine's take-back)", rounds, maxRound)
+}
+
+// killNewEngineAfterHandOver waits for old's hand-over, kills the new engine,
+// lets the stopped replica go on, and waits until old took the volume back.
+func killNewEngineAfterHandOver(old, nw *engineProc, stopped *replicaProc) error {
+	deadline := time.Now().Add(60 * time.Second)
+	for !strings.Contains(old.logText(), "volume handed to the new engine") {
+		if nw.exited() || time.Now().After(deadline) {
+			return fmt.Errorf("no hand-over:\n%s\nnew engine:\n%s", old.logText(), nw.logText())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	nw.kill()
+	_ = stopped.cmd.Process.Signal(syscall.SIGCONT)
+	for !strings.Contains(old.logText(), "hand-over aborted") {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("old engine did not take the volume back:\n%s", old.logText())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	return nil
+}
+
+// TestLiveUpgradeFrontendsRefused: a new engine with a frontend that cannot
+// take a running one over exits at once, saying so, before it contacts
+// anything.
+func TestLiveUpgradeFrontendsRefused(t *testing.T) {
+	for _, fe := range []string{"iscsi", "blockdev"} {
+		out, err := runTool(30*time.Second, testutilBinary(t), "engine", "controller", "vol", "--size", "4096",
+			"--frontend", fe, "--replica", "tcp://127.0.0.1:1", "--upgrade-from", "127.0.0.1:1",
+			"--listen", "127.0.0.1:"+strconv.Itoa(testutil.FreePort(t)))
+		if err == nil || !strings.Contains(out, "live upgrade is not supported yet for frontend") || !strings.Contains(out, fe) {
+			t.Fatalf("--frontend %s --upgrade-from: %v\n%s", fe, err, out)
+		}
+	}
+}

@@ -31,11 +31,12 @@ const (
 )
 
 type VolumeUpgradeHandOverRequest struct {
-	state            protoimpl.MessageState `protogen:"open.v1"`
-	Endpoint         string                 `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                                           // the frontend endpoint the new engine took over; must be OLD's
-	NewEngineAddress string                 `protobuf:"bytes,2,opt,name=new_engine_address,json=newEngineAddress,proto3" json:"new_engine_address,omitempty"` // for the log
-	unknownFields    protoimpl.UnknownFields
-	sizeCache        protoimpl.SizeCache
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint            string                 `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                                                    // the frontend endpoint the new engine took over; must be OLD's
+	NewEngineAddress    string                 `protobuf:"bytes,2,opt,name=new_engine_address,json=newEngineAddress,proto3" json:"new_engine_address,omitempty"`          // for the log
+	NewReplicaAddresses []string               `protobuf:"bytes,3,rep,name=new_replica_addresses,json=newReplicaAddresses,proto3" json:"new_replica_addresses,omitempty"` // closed by OLD before it takes the volume back by itself
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
 }
 
 func (x *VolumeUpgradeHandOverRequest) Reset() {
@@ -80,6 +81,13 @@ func (x *VolumeUpgradeHandOverRequest) GetNewEngineAddress() string {
 		return x.NewEngineAddress
 	}
 	return ""
+}
+
+func (x *VolumeUpgradeHandOverRequest) GetNewReplicaAddresses() []string {
+	if x != nil {
+		return x.NewReplicaAddresses
+	}
+	return nil
 }
 
 type VolumeUpgradeHandOverReply struct {
@@ -151,17 +159,18 @@ func (x *VolumeUpgradeHandOverReply) GetDrainMicroseconds() int64 {
 }
 
 type ReplicaAddRequest struct {
-	state                     protoimpl.MessageState `protogen:"open.v1"`
-	Address                   string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"` // new replica, "tcp://HOST:P"
-	InstanceName              string                 `protobuf:"bytes,2,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
-	Restore                   bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
-	FastSync                  bool                   `protobuf:"varint,4,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`                                                          // skip files whose recorded checksum matches
-	FileSyncHttpClientTimeout int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
-	ConcurrentSyncLimit       int32                  `protobuf:"varint,6,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`                       // 1..5, 0 = engine default
-	Size                      int64                  `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
-	CurrentSize               int64                  `protobuf:"varint,8,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	state                           protoimpl.MessageState `protogen:"open.v1"`
+	Address                         string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"` // new replica, "tcp://HOST:P"
+	InstanceName                    string                 `protobuf:"bytes,2,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
+	Restore                         bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
+	FastSync                        bool                   `protobuf:"varint,4,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`                                                          // skip files whose recorded checksum matches
+	FileSyncHttpClientTimeout       int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
+	ConcurrentSyncLimit             int32                  `protobuf:"varint,6,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`                       // 1..5, 0 = engine default
+	Size                            int64                  `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	CurrentSize                     int64                  `protobuf:"varint,8,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
+	ReplicaRebuildingBandwidthLimit int64                  `protobuf:"varint,9,opt,name=replica_rebuilding_bandwidth_limit,json=replicaRebuildingBandwidthLimit,proto3" json:"replica_rebuilding_bandwidth_limit,omitempty"` // MB/s (2^20 bytes) the rebuild writes at most, 0 = no limit
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *ReplicaAddRequest) Reset() {
@@ -250,6 +259,13 @@ func (x *ReplicaAddRequest) GetCurrentSize() int64 {
 	return 0
 }
 
+func (x *ReplicaAddRequest) GetReplicaRebuildingBandwidthLimit() int64 {
+	if x != nil {
+		return x.ReplicaRebuildingBandwidthLimit
+	}
+	return 0
+}
+
 type ReplicaRebuildStatus struct {
 	state                  protoimpl.MessageState `protogen:"open.v1"`
 	Error                  string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -258,6 +274,7 @@ type ReplicaRebuildStatus struct {
 	State                  string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`        // "", in_progress, complete, error
 	FromReplicaAddress     string                 `protobuf:"bytes,5,opt,name=from_replica_address,json=fromReplicaAddress,proto3" json:"from_replica_address,omitempty"`
 	FromReplicaAddressList []string               `protobuf:"bytes,6,rep,name=from_replica_address_list,json=fromReplicaAddressList,proto3" json:"from_replica_address_list,omitempty"`
+	AppliedRebuildingMbps  int64                  `protobuf:"varint,7,opt,name=applied_rebuilding_mbps,json=appliedRebuildingMbps,proto3" json:"applied_rebuilding_mbps,omitempty"` // the bandwidth limit of the rebuild, MB/s, 0 = none
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -332,6 +349,13 @@ func (x *ReplicaRebuildStatus) GetFromReplicaAddressList() []string {
 		return x.FromReplicaAddressList
 	}
 	return nil
+}
+
+func (x *ReplicaRebuildStatus) GetAppliedRebuildingMbps() int64 {
+	if x != nil {
+		return x.AppliedRebuildingMbps
+	}
+	return 0
 }
 
 type ReplicaRebuildingStatusReply struct {
@@ -932,15 +956,16 @@ var File_extensions_proto protoreflect.FileDescriptor
 
 const file_extensions_proto_rawDesc = "" +
 	"\n" +
-	"\x10extensions.proto\x12\x05lhext\x1a\x1bgoogle/protobuf/empty.proto\"h\n" +
+	"\x10extensions.proto\x12\x05lhext\x1a\x1bgoogle/protobuf/empty.proto\"\x9c\x01\n" +
 	"\x1cVolumeUpgradeHandOverRequest\x12\x1a\n" +
 	"\bendpoint\x18\x01 \x01(\tR\bendpoint\x12,\n" +
-	"\x12new_engine_address\x18\x02 \x01(\tR\x10newEngineAddress\"\xa8\x01\n" +
+	"\x12new_engine_address\x18\x02 \x01(\tR\x10newEngineAddress\x122\n" +
+	"\x15new_replica_addresses\x18\x03 \x03(\tR\x13newReplicaAddresses\"\xa8\x01\n" +
 	"\x1aVolumeUpgradeHandOverReply\x12\x12\n" +
 	"\x04size\x18\x01 \x01(\x03R\x04size\x12+\n" +
 	"\x11replica_addresses\x18\x02 \x03(\tR\x10replicaAddresses\x12\x1a\n" +
 	"\bfrontend\x18\x03 \x01(\tR\bfrontend\x12-\n" +
-	"\x12drain_microseconds\x18\x04 \x01(\x03R\x11drainMicroseconds\"\xb6\x02\n" +
+	"\x12drain_microseconds\x18\x04 \x01(\x03R\x11drainMicroseconds\"\x83\x03\n" +
 	"\x11ReplicaAddRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\rinstance_name\x18\x02 \x01(\tR\finstanceName\x12\x18\n" +
@@ -949,14 +974,16 @@ const file_extensions_proto_rawDesc = "" +
 	"\x1dfile_sync_http_client_timeout\x18\x05 \x01(\x05R\x19fileSyncHttpClientTimeout\x122\n" +
 	"\x15concurrent_sync_limit\x18\x06 \x01(\x05R\x13concurrentSyncLimit\x12\x12\n" +
 	"\x04size\x18\a \x01(\x03R\x04size\x12!\n" +
-	"\fcurrent_size\x18\b \x01(\x03R\vcurrentSize\"\xf0\x01\n" +
+	"\fcurrent_size\x18\b \x01(\x03R\vcurrentSize\x12K\n" +
+	"\"replica_rebuilding_bandwidth_limit\x18\t \x01(\x03R\x1freplicaRebuildingBandwidthLimit\"\xa8\x02\n" +
 	"\x14ReplicaRebuildStatus\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12#\n" +
 	"\ris_rebuilding\x18\x02 \x01(\bR\fisRebuilding\x12\x1a\n" +
 	"\bprogress\x18\x03 \x01(\x05R\bprogress\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x120\n" +
 	"\x14from_replica_address\x18\x05 \x01(\tR\x12fromReplicaAddress\x129\n" +
-	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\"\xbf\x01\n" +
+	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\x126\n" +
+	"\x17applied_rebuilding_mbps\x18\a \x01(\x03R\x15appliedRebuildingMbps\"\xbf\x01\n" +
 	"\x1cReplicaRebuildingStatusReply\x12G\n" +
 	"\x06status\x18\x01 \x03(\v2/.lhext.ReplicaRebuildingStatusReply.StatusEntryR\x06status\x1aV\n" +
 	"\vStatusEntry\x12\x10\n" +
@@ -1015,7 +1042,7 @@ const file_extensions_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x03(\v2+.lhext.SnapshotCloneStatusReply.StatusEntryR\x06status\x1aU\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.lhext.SnapshotCloneStatusR\x05value:\x028\x012\x91\x06\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.lhext.SnapshotCloneStatusR\x05value:\x028\x012\xd6\x06\n" +
 	"\x14ControllerExtService\x12>\n" +
 	"\n" +
 	"ReplicaAdd\x12\x18.lhext.ReplicaAddRequest\x1a\x16.google.protobuf.Empty\x12V\n" +
@@ -1027,7 +1054,8 @@ const file_extensions_proto_rawDesc = "" +
 	"\rSnapshotClone\x12!.lhext.EngineSnapshotCloneRequest\x1a\x16.google.protobuf.Empty\x12N\n" +
 	"\x13SnapshotCloneStatus\x12\x16.google.protobuf.Empty\x1a\x1f.lhext.SnapshotCloneStatusReply\x12_\n" +
 	"\x15VolumeUpgradeHandOver\x12#.lhext.VolumeUpgradeHandOverRequest\x1a!.lhext.VolumeUpgradeHandOverReply\x12D\n" +
-	"\x12VolumeUpgradeAbort\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.EmptyB@Z>github.com/longhorn-go/longhorn/engine/rpc/enginerpc;enginerpcb\x06proto3"
+	"\x12VolumeUpgradeAbort\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.Empty\x12C\n" +
+	"\x11VolumeUpgradeDone\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.EmptyB@Z>github.com/longhorn-go/longhorn/engine/rpc/enginerpc;enginerpcb\x06proto3"
 
 var (
 	file_extensions_proto_rawDescOnce sync.Once
@@ -1086,18 +1114,20 @@ var file_extensions_proto_depIdxs = []int32{
 	20, // 17: lhext.ControllerExtService.SnapshotCloneStatus:input_type -> google.protobuf.Empty
 	0,  // 18: lhext.ControllerExtService.VolumeUpgradeHandOver:input_type -> lhext.VolumeUpgradeHandOverRequest
 	20, // 19: lhext.ControllerExtService.VolumeUpgradeAbort:input_type -> google.protobuf.Empty
-	20, // 20: lhext.ControllerExtService.ReplicaAdd:output_type -> google.protobuf.Empty
-	4,  // 21: lhext.ControllerExtService.ReplicaRebuildingStatus:output_type -> lhext.ReplicaRebuildingStatusReply
-	6,  // 22: lhext.ControllerExtService.SnapshotList:output_type -> lhext.SnapshotListReply
-	20, // 23: lhext.ControllerExtService.SnapshotRemove:output_type -> google.protobuf.Empty
-	20, // 24: lhext.ControllerExtService.SnapshotPurge:output_type -> google.protobuf.Empty
-	10, // 25: lhext.ControllerExtService.SnapshotPurgeStatus:output_type -> lhext.SnapshotPurgeStatusReply
-	20, // 26: lhext.ControllerExtService.SnapshotClone:output_type -> google.protobuf.Empty
-	13, // 27: lhext.ControllerExtService.SnapshotCloneStatus:output_type -> lhext.SnapshotCloneStatusReply
-	1,  // 28: lhext.ControllerExtService.VolumeUpgradeHandOver:output_type -> lhext.VolumeUpgradeHandOverReply
-	20, // 29: lhext.ControllerExtService.VolumeUpgradeAbort:output_type -> google.protobuf.Empty
-	20, // [20:30] is the sub-list for method output_type
-	10, // [10:20] is the sub-list for method input_type
+	20, // 20: lhext.ControllerExtService.VolumeUpgradeDone:input_type -> google.protobuf.Empty
+	20, // 21: lhext.ControllerExtService.ReplicaAdd:output_type -> google.protobuf.Empty
+	4,  // 22: lhext.ControllerExtService.ReplicaRebuildingStatus:output_type -> lhext.ReplicaRebuildingStatusReply
+	6,  // 23: lhext.ControllerExtService.SnapshotList:output_type -> lhext.SnapshotListReply
+	20, // 24: lhext.ControllerExtService.SnapshotRemove:output_type -> google.protobuf.Empty
+	20, // 25: lhext.ControllerExtService.SnapshotPurge:output_type -> google.protobuf.Empty
+	10, // 26: lhext.ControllerExtService.SnapshotPurgeStatus:output_type -> lhext.SnapshotPurgeStatusReply
+	20, // 27: lhext.ControllerExtService.SnapshotClone:output_type -> google.protobuf.Empty
+	13, // 28: lhext.ControllerExtService.SnapshotCloneStatus:output_type -> lhext.SnapshotCloneStatusReply
+	1,  // 29: lhext.ControllerExtService.VolumeUpgradeHandOver:output_type -> lhext.VolumeUpgradeHandOverReply
+	20, // 30: lhext.ControllerExtService.VolumeUpgradeAbort:output_type -> google.protobuf.Empty
+	20, // 31: lhext.ControllerExtService.VolumeUpgradeDone:output_type -> google.protobuf.Empty
+	21, // [21:32] is the sub-list for method output_type
+	10, // [10:21] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name

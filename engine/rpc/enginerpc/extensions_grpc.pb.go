@@ -38,6 +38,7 @@ const (
 	ControllerExtService_SnapshotCloneStatus_FullMethodName     = "/lhext.ControllerExtService/SnapshotCloneStatus"
 	ControllerExtService_VolumeUpgradeHandOver_FullMethodName   = "/lhext.ControllerExtService/VolumeUpgradeHandOver"
 	ControllerExtService_VolumeUpgradeAbort_FullMethodName      = "/lhext.ControllerExtService/VolumeUpgradeAbort"
+	ControllerExtService_VolumeUpgradeDone_FullMethodName       = "/lhext.ControllerExtService/VolumeUpgradeDone"
 )
 
 // ControllerExtServiceClient is the client API for ControllerExtService service.
@@ -66,8 +67,12 @@ type ControllerExtServiceClient interface {
 	// by the client after it reconnects), flushes, closes every replica
 	// (ReplicaClose) and keeps their addresses. VolumeUpgradeAbort makes OLD
 	// open them again and serve its frontend, when the new engine fails.
+	// VolumeUpgradeDone tells OLD the new engine serves; until then OLD
+	// watches the socket and, when no engine listens on it any more (the new
+	// engine died), closes the new replicas and takes the volume back itself.
 	VolumeUpgradeHandOver(ctx context.Context, in *VolumeUpgradeHandOverRequest, opts ...grpc.CallOption) (*VolumeUpgradeHandOverReply, error)
 	VolumeUpgradeAbort(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error)
+	VolumeUpgradeDone(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error)
 }
 
 type controllerExtServiceClient struct {
@@ -178,6 +183,16 @@ func (c *controllerExtServiceClient) VolumeUpgradeAbort(ctx context.Context, in 
 	return out, nil
 }
 
+func (c *controllerExtServiceClient) VolumeUpgradeDone(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(emptypb.Empty)
+	err := c.cc.Invoke(ctx, ControllerExtService_VolumeUpgradeDone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerExtServiceServer is the server API for ControllerExtService service.
 // All implementations must embed UnimplementedControllerExtServiceServer
 // for forward compatibility.
@@ -204,8 +219,12 @@ type ControllerExtServiceServer interface {
 	// by the client after it reconnects), flushes, closes every replica
 	// (ReplicaClose) and keeps their addresses. VolumeUpgradeAbort makes OLD
 	// open them again and serve its frontend, when the new engine fails.
+	// VolumeUpgradeDone tells OLD the new engine serves; until then OLD
+	// watches the socket and, when no engine listens on it any more (the new
+	// engine died), closes the new replicas and takes the volume back itself.
 	VolumeUpgradeHandOver(context.Context, *VolumeUpgradeHandOverRequest) (*VolumeUpgradeHandOverReply, error)
 	VolumeUpgradeAbort(context.Context, *emptypb.Empty) (*emptypb.Empty, error)
+	VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error)
 	mustEmbedUnimplementedControllerExtServiceServer()
 }
 
@@ -245,6 +264,9 @@ func (UnimplementedControllerExtServiceServer) VolumeUpgradeHandOver(context.Con
 }
 func (UnimplementedControllerExtServiceServer) VolumeUpgradeAbort(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
 	return nil, status.Error(codes.Unimplemented, "method VolumeUpgradeAbort not implemented")
+}
+func (UnimplementedControllerExtServiceServer) VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method VolumeUpgradeDone not implemented")
 }
 func (UnimplementedControllerExtServiceServer) mustEmbedUnimplementedControllerExtServiceServer() {}
 func (UnimplementedControllerExtServiceServer) testEmbeddedByValue()                              {}
@@ -447,6 +469,24 @@ func _ControllerExtService_VolumeUpgradeAbort_Handler(srv interface{}, ctx conte
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerExtService_VolumeUpgradeDone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(emptypb.Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeDone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerExtService_VolumeUpgradeDone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeDone(ctx, req.(*emptypb.Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerExtService_ServiceDesc is the grpc.ServiceDesc for ControllerExtService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -493,6 +533,10 @@ var ControllerExtService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "VolumeUpgradeAbort",
 			Handler:    _ControllerExtService_VolumeUpgradeAbort_Handler,
+		},
+		{
+			MethodName: "VolumeUpgradeDone",
+			Handler:    _ControllerExtService_VolumeUpgradeDone_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
