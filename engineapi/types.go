@@ -11,7 +11,11 @@
 // errors.Is(err, ErrIncompatible).
 package engineapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/longhorn-go/longhorn/instance-manager/cgroup"
+)
 
 // InstanceType is the kind of an instance (Longhorn's InstanceSpec.type).
 type InstanceType string
@@ -63,6 +67,9 @@ type InstanceSpec struct {
 	Args      []string
 	PortCount int32
 	PortArgs  []string
+	// Limits are the process's resource limits, enforced by the instance
+	// manager in the process's own cgroup (not in Longhorn; zero: none).
+	Limits cgroup.Limits
 }
 
 // InstanceStatus is what the instance manager observed.

@@ -6,23 +6,31 @@ import (
 	"time"
 )
 
-// ioMetrics counts the volume's I/O for MetricsGet (Longhorn's
-// ControllerService.MetricsGet: throughput in bytes/s, average latency in ns,
-// operations/s). The counters are cumulative; a query reports the rates over
-// the time since the previous query once that is at least metricsWindow
-// (Longhorn reports its last 1-second window), and repeats the last answer
-// when asked sooner.
+// ioMetrics counts the volume's I/O for MetricsGet with Longhorn's meaning
+// (longhorn-engine Controller.recordMetrics / GetLatestMetics): the counts
+// of the last completed 1-second window, whoever asks and however often:
+// throughput in bytes/s, operations/s and the average latency in ns of the
+// window's operations. Only I/O that succeeded is counted.
+//
+// Two buckets alternate by window number (wall-clock seconds since the
+// epoch); the first operation of a window clears the bucket it reuses. A
+// query reads the bucket of the window before the current one, which no
+// operation writes any more, and reports zero when no operation ran then.
 type ioMetrics struct {
-	readBytes, readOps, readNs    atomic.Uint64
-	writeBytes, writeOps, writeNs atomic.Uint64
-
-	mu   sync.Mutex
-	at   time.Time
-	prev [6]uint64
-	last Metrics
+	buckets [2]ioBucket
+	mu      sync.Mutex // serializes a bucket's reset
+	// now is the clock (time.Now when nil); tests set it.
+	now func() time.Time
 }
 
-// metricsWindow is the shortest period a MetricsGet answer covers.
+// ioBucket holds one window's counters.
+type ioBucket struct {
+	win                           atomic.Int64 // window number; counters are of this window
+	readBytes, readOps, readNs    atomic.Uint64
+	writeBytes, writeOps, writeNs atomic.Uint64
+}
+
+// metricsWindow is the period one MetricsGet answer covers.
 const metricsWindow = time.Second
 
 // Metrics is one MetricsGet answer.
@@ -32,53 +40,67 @@ type Metrics struct {
 	ReadIOPS, WriteIOPS             uint64 // operations per second
 }
 
-func (m *ioMetrics) read(n int, start time.Time) {
-	m.readBytes.Add(uint64(n))
-	m.readOps.Add(1)
-	m.readNs.Add(uint64(time.Since(start)))
+func (m *ioMetrics) clock() time.Time {
+	if m.now != nil {
+		return m.now()
+	}
+	return time.Now()
 }
 
-func (m *ioMetrics) write(n int, start time.Time) {
-	m.writeBytes.Add(uint64(n))
-	m.writeOps.Add(1)
-	m.writeNs.Add(uint64(time.Since(start)))
-}
+func windowOf(t time.Time) int64 { return t.UnixNano() / int64(metricsWindow) }
 
-// snapshot returns the metrics of the last window ending at or before now.
-func (m *ioMetrics) snapshot(now time.Time) Metrics {
+// bucket returns the bucket of window w, cleared first when it still holds
+// an older window.
+func (m *ioMetrics) bucket(w int64) *ioBucket {
+	b := &m.buckets[w&1]
+	if b.win.Load() == w {
+		return b
+	}
 	m.mu.Lock()
-	defer m.mu.Unlock()
-	cur := [6]uint64{m.readBytes.Load(), m.readOps.Load(), m.readNs.Load(),
-		m.writeBytes.Load(), m.writeOps.Load(), m.writeNs.Load()}
-	if m.at.IsZero() {
-		m.at, m.prev = now, cur
-		return m.last
+	if b.win.Load() != w {
+		for _, c := range []*atomic.Uint64{&b.readBytes, &b.readOps, &b.readNs, &b.writeBytes, &b.writeOps, &b.writeNs} {
+			c.Store(0)
+		}
+		b.win.Store(w)
 	}
-	el := now.Sub(m.at)
-	if el < metricsWindow {
-		return m.last
-	}
-	m.last = rates(m.prev, cur, el)
-	m.at, m.prev = now, cur
-	return m.last
+	m.mu.Unlock()
+	return b
 }
 
-// rates turns two counter samples el apart into a Metrics (pure).
-func rates(prev, cur [6]uint64, el time.Duration) Metrics {
-	var d [6]uint64
-	for i := range d {
-		d[i] = cur[i] - prev[i]
+// record counts one operation of n bytes that took lat and ended now, in
+// the window it ended in.
+func (m *ioMetrics) record(write bool, n int, lat time.Duration) {
+	b := m.bucket(windowOf(m.clock()))
+	ns := uint64(max(lat, 0))
+	if write {
+		b.writeBytes.Add(uint64(n))
+		b.writeOps.Add(1)
+		b.writeNs.Add(ns)
+		return
 	}
-	per := func(v uint64) uint64 { return uint64(float64(v) / el.Seconds()) }
+	b.readBytes.Add(uint64(n))
+	b.readOps.Add(1)
+	b.readNs.Add(ns)
+}
+
+// snapshot returns the metrics of the last completed window before now.
+func (m *ioMetrics) snapshot() Metrics {
+	w := windowOf(m.clock()) - 1
+	b := &m.buckets[w&1]
+	if b.win.Load() != w {
+		return Metrics{}
+	}
 	avg := func(ns, ops uint64) uint64 {
 		if ops == 0 {
 			return 0
 		}
 		return ns / ops
 	}
-	return Metrics{ReadThroughput: per(d[0]), ReadIOPS: per(d[1]), ReadLatency: avg(d[2], d[1]),
-		WriteThroughput: per(d[3]), WriteIOPS: per(d[4]), WriteLatency: avg(d[5], d[4])}
+	rOps, wOps := b.readOps.Load(), b.writeOps.Load()
+	return Metrics{ReadThroughput: b.readBytes.Load(), ReadIOPS: rOps, ReadLatency: avg(b.readNs.Load(), rOps),
+		WriteThroughput: b.writeBytes.Load(), WriteIOPS: wOps, WriteLatency: avg(b.writeNs.Load(), wOps)}
 }
 
-// Metrics returns the volume's I/O rates (MetricsGet).
-func (c *Controller) Metrics() Metrics { return c.r.metrics.snapshot(time.Now()) }
+// Metrics returns the volume's I/O rates of the last 1-second window
+// (MetricsGet).
+func (c *Controller) Metrics() Metrics { return c.r.metrics.snapshot() }

@@ -135,14 +135,18 @@ func (r *replicator) checkRange(n int, off int64) error {
 func aligned(n int, off int64) bool { return off%SectorSize == 0 && n%SectorSize == 0 }
 
 // ReadAt reads len(p) bytes at off from one RW replica (frontend.Backend).
-func (r *replicator) ReadAt(p []byte, off int64) (int, error) {
+func (r *replicator) ReadAt(p []byte, off int64) (n int, err error) {
 	t0 := time.Now()
 	r.ioMu.RLock()
 	defer r.ioMu.RUnlock()
 	if err := r.checkRange(len(p), off); err != nil {
 		return 0, err
 	}
-	defer r.metrics.read(len(p), t0)
+	defer func() {
+		if err == nil {
+			r.metrics.record(false, len(p), time.Since(t0))
+		}
+	}()
 	if aligned(len(p), off) {
 		return r.readAligned(p, off)
 	}
@@ -260,7 +264,7 @@ func waitAll(ops []*dataconn.Op) error {
 // WriteAt writes p at off to every RW and WO replica (frontend.Backend).
 // Partial sectors are read from an RW replica, merged and written whole, with
 // the partial sectors locked so that two such writes cannot lose each other.
-func (r *replicator) WriteAt(p []byte, off int64) (int, error) {
+func (r *replicator) WriteAt(p []byte, off int64) (n int, err error) {
 	t0 := time.Now()
 	r.ioMu.RLock()
 	defer r.ioMu.RUnlock()
@@ -270,7 +274,11 @@ func (r *replicator) WriteAt(p []byte, off int64) (int, error) {
 	if len(p) == 0 {
 		return 0, nil
 	}
-	defer r.metrics.write(len(p), t0)
+	defer func() {
+		if err == nil {
+			r.metrics.record(true, len(p), time.Since(t0))
+		}
+	}()
 	if aligned(len(p), off) {
 		return len(p), r.fanout(dataconn.TypeWrite, p, off, 0)
 	}

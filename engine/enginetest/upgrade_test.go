@@ -506,6 +506,11 @@ func TestLiveUpgradeNewEngineKilled(t *testing.T) {
 		t.Fatal(err)
 	}
 	verifyModel(t, "volume through the old engine after the self-abort", got, want, chunk)
+	for _, p := range []string{e1.sock + ".prev", e1.sock + ".upgrade"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Fatalf("%s left behind: %v", p, err)
+		}
+	}
 	t.Logf("%d rounds, longest %v (the new engine's death and the old engine's take-back)", rounds, maxRound)
 }
 

@@ -2,13 +2,10 @@ package manager_test
 
 import (
 	"fmt"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
 
-	"github.com/prometheus/common/expfmt"
-	"github.com/prometheus/common/model"
 	"golang.org/x/net/websocket"
 
 	"github.com/longhorn-go/longhorn/testbed/gdapi"
@@ -111,6 +108,7 @@ func testRESTClient(t *testing.T, c *cluster) {
 		}
 	}
 	checkMetrics(t, c, vol, 64<<20)
+	checkIOMetrics(t, c, vol, c.nodes[0].name, c.nodes[0].ip, c.hostEndpoint(c.nodes[0].name, c.engineOf(vol).Status.Endpoint))
 	if ctrls, _ := v["controllers"].([]any); len(ctrls) != 1 || !strings.HasPrefix(fmt.Sprint(ctrls[0].(map[string]any)["endpoint"]), "nbd") {
 		t.Errorf("controllers %v", v["controllers"])
 	}
@@ -171,65 +169,5 @@ func testRESTClient(t *testing.T, c *cluster) {
 
 	if events, err := cli.List("event", nil); err != nil || len(events) == 0 {
 		t.Errorf("events %d %v", len(events), err)
-	}
-}
-
-// checkMetrics scrapes every manager's /metrics (port 9500) and parses it
-// with Prometheus' text parser: each counts the 3 nodes and reports its own
-// node's storage; exactly one, the volume's owner, reports the attached
-// volume with its size and the I/O series its engine answered.
-func checkMetrics(t *testing.T, c *cluster, vol string, size float64) {
-	t.Helper()
-	owners := 0
-	for _, n := range c.nodes {
-		resp, err := http.Get("http://" + n.ip + ":9500/metrics")
-		if err != nil {
-			t.Fatalf("GET %s /metrics: %v", n.name, err)
-		}
-		p := expfmt.NewTextParser(model.LegacyValidation)
-		fams, err := p.TextToMetricFamilies(resp.Body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatalf("%s /metrics: %v", n.name, err)
-		}
-		sample := func(name string, labels map[string]string) (float64, bool) {
-			for _, m := range fams[name].GetMetric() {
-				ok := true
-				for _, l := range m.GetLabel() {
-					if want, set := labels[l.GetName()]; set && want != l.GetValue() {
-						ok = false
-					}
-				}
-				if ok {
-					return m.GetGauge().GetValue(), true
-				}
-			}
-			return 0, false
-		}
-		if v, _ := sample("longhorn_node_count_total", nil); v != 3 {
-			t.Errorf("%s: longhorn_node_count_total %v, want 3", n.name, v)
-		}
-		if v, ok := sample("longhorn_node_storage_capacity_bytes", map[string]string{"node": n.name}); !ok || v <= 0 {
-			t.Errorf("%s: node storage capacity %v %v", n.name, v, ok)
-		}
-		if _, ok := sample("longhorn_volume_capacity_bytes", map[string]string{"volume": vol}); !ok {
-			continue
-		}
-		owners++
-		vl := map[string]string{"volume": vol, "node": n.name}
-		if v, _ := sample("longhorn_volume_capacity_bytes", vl); v != size {
-			t.Errorf("%s: capacity %v, want %v", n.name, v, size)
-		}
-		if v, _ := sample("longhorn_volume_state", map[string]string{"volume": vol, "state": "attached"}); v != 1 {
-			t.Errorf("%s: volume_state attached %v", n.name, v)
-		}
-		for _, io := range []string{"longhorn_volume_read_iops", "longhorn_volume_write_throughput"} {
-			if _, ok := sample(io, vl); !ok {
-				t.Errorf("%s: no %s for the attached volume (engine MetricsGet)", n.name, io)
-			}
-		}
-	}
-	if owners != 1 {
-		t.Errorf("%d managers report volume %s, want its owner only", owners, vol)
 	}
 }

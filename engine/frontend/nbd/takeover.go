@@ -172,8 +172,8 @@ func (t *TakeOver) Revert() error {
 func (t *TakeOver) Path() string { return t.path }
 
 // listenUnix opens a unix listener at addr (creating the directory and
-// replacing a stale socket left by a dead process) that unlinks only its
-// own socket on Close.
+// replacing a stale socket left by a dead process, and the files of a
+// take-over that did not finish) that unlinks only its own socket on Close.
 func listenUnix(ctx context.Context, addr string) (net.Listener, error) {
 	if err := os.MkdirAll(filepath.Dir(addr), 0o755); err != nil {
 		return nil, fmt.Errorf("nbd: socket directory: %w", err)
@@ -188,6 +188,9 @@ func listenUnix(ctx context.Context, addr string) (net.Listener, error) {
 		}
 		_ = os.Remove(addr)
 	}
+	// Left by a take-over whose new server died before it finished.
+	_ = os.Remove(addr + ".prev")
+	_ = os.Remove(addr + ".upgrade")
 	var lc net.ListenConfig
 	l, err := lc.Listen(ctx, "unix", addr)
 	if err != nil {
