@@ -279,3 +279,18 @@ func cpuSeconds(t *testing.T, pid int) float64 {
 	}
 	return float64(u+s) / 100
 }
+
+func TestSweepStale(t *testing.T) {
+	own := t.TempDir()
+	dead := filepath.Join(own, StalePrefix+"999999999-abcdef01")
+	live := filepath.Join(own, StalePrefix+strconv.Itoa(os.Getppid())+"-abcdef02")
+	must(t, os.MkdirAll(filepath.Join(dead, "r1-12345678"), 0o755))
+	must(t, os.MkdirAll(filepath.Join(live, "r2-12345678"), 0o755))
+	SweepStale(Layout{Version: 1, V1: map[string]string{"cpu": own}})
+	if _, err := os.Stat(dead); !os.IsNotExist(err) {
+		t.Fatalf("a dead instance manager's groups left: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(live, "r2-12345678")); err != nil {
+		t.Fatalf("a live instance manager's group removed: %v", err)
+	}
+}

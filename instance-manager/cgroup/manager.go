@@ -181,6 +181,19 @@ func (m *Manager) Close() error {
 	return errors.Join(errs...)
 }
 
+// SweepStale removes, in every directory of l, the group directories that
+// instance managers no longer running left (a killed instance manager
+// cannot remove its own); test clusters whose instance managers share the
+// host's cgroups call it when they end.
+func SweepStale(l Layout) {
+	for _, d := range l.V1 {
+		removeStale(d)
+	}
+	if l.V2 != "" {
+		removeStale(l.V2)
+	}
+}
+
 // removeStale removes the group directories, and their empty process
 // groups, that instance managers no longer running left in own. A live
 // instance manager of another PID namespace that looks dead loses only

@@ -37,6 +37,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/longhorn-go/longhorn/engine/frontend/blockdev"
+	"github.com/longhorn-go/longhorn/instance-manager/cgroup"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
@@ -78,7 +79,13 @@ func freshEnv(t *testing.T) {
 }
 
 func TestMain(m *testing.M) {
-	os.Exit(testenv.Run(m, testenv.Options{}, &env))
+	code := testenv.Run(m, testenv.Options{}, &env)
+	// Instance managers killed by the tests leave their (empty) process
+	// cgroup directories in the host's cgroups.
+	if l, err := cgroup.DetectHostLayout(); err == nil {
+		cgroup.SweepStale(l)
+	}
+	os.Exit(code)
 }
 
 // cluster is the three simulated nodes.
