@@ -122,6 +122,9 @@ type VolumeInput struct {
 	RestoreVolumeRecurringJob   longhorn.RestoreVolumeRecurringJobType `json:"restoreVolumeRecurringJob"`
 	BackupTargetName            string                                 `json:"backupTargetName"`
 	Standby                     bool                                   `json:"standby"`
+	// ResourceLimits (not in Longhorn): StorageClass-style parameter name ->
+	// value (types.ResourceLimitParameters), stored as Volume annotations.
+	ResourceLimits map[string]string `json:"resourceLimits,omitempty"`
 }
 
 // Volume defaults the API applies on create when a field is empty, as
@@ -168,7 +171,11 @@ func (s *Server) volumeFromInput(ctx context.Context, in VolumeInput) (*longhorn
 	if err != nil {
 		return nil, err
 	}
-	v := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: labels}, Spec: longhorn.VolumeSpec{
+	annotations, err := limitAnnotations(in.ResourceLimits)
+	if err != nil {
+		return nil, err
+	}
+	v := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: in.Name, Labels: labels, Annotations: annotations}, Spec: longhorn.VolumeSpec{
 		Size: size, NumberOfReplicas: in.NumberOfReplicas, Frontend: in.Frontend, FromBackup: in.FromBackup,
 		DataSource: in.DataSource, DataLocality: in.DataLocality, AccessMode: in.AccessMode,
 		Migratable: in.Migratable, Encrypted: in.Encrypted, StaleReplicaTimeout: in.StaleReplicaTimeout,
@@ -305,4 +312,22 @@ func (s *Server) deleteVolume(ctx context.Context, r *http.Request, _ urls) (int
 		return 0, nil, err
 	}
 	return http.StatusNoContent, nil, nil
+}
+
+// limitAnnotations turns VolumeInput.resourceLimits into the Volume's
+// annotations; an unknown key or a bad value is a field error.
+func limitAnnotations(in map[string]string) (map[string]string, error) {
+	for k := range in {
+		if _, ok := types.ResourceLimitParameters[k]; !ok {
+			return nil, fieldErr(webhook.Invalid("resourceLimits."+k, "unknown resource limit"))
+		}
+	}
+	out, err := types.ResourceLimitAnnotations(in)
+	if err != nil {
+		return nil, fieldErr(webhook.Invalid("resourceLimits", "%v", err))
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
 }

@@ -193,15 +193,33 @@ func runController(c *cli.Context) error {
 			return fmt.Errorf("--frontend %q: unknown, want one of %v or empty", fe, frontendNames())
 		}
 	}
-	ctl, err := controller.NewVolume(opts)
+	fes := &frontendSource{c: c}
+	opts.NewFrontend = fes.build
+	from := c.String("upgrade-from")
+	volOpts := opts
+	if from != "" {
+		volOpts.Frontend = "" // upgradeVolume starts it once the new replicas are verified
+	}
+	ctl, err := controller.NewVolume(volOpts)
 	if err != nil {
 		return err
 	}
 	if err := servePprof(c); err != nil {
 		return err
 	}
+	ctx, stop := signalContext()
+	defer stop()
+	if from != "" {
+		// Before gRPC listens: a listening port tells the instance manager
+		// this engine is ready, and it then stops the old one.
+		if err := upgradeVolume(ctx, ctl, fes, opts, c.StringSlice("replica"), from); err != nil {
+			_ = ctl.Shutdown()
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
+		_ = ctl.Shutdown()
 		return fmt.Errorf("--listen %s: %w", c.String("listen"), err)
 	}
 	gs := grpc.NewServer(grpc.UnaryInterceptor(rpcmeta.IdentityInterceptor(opts.Name, c.String("engine-instance-name"), "controller")))
@@ -212,12 +230,12 @@ func runController(c *cli.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- gs.Serve(ln) }()
 	logrus.WithFields(logrus.Fields{"volume": opts.Name, "listen": ln.Addr().String()}).Info("engine: serving")
-	ctx, stop := signalContext()
-	defer stop()
-	if err := startVolume(ctx, ctl, c.StringSlice("replica"), opts); err != nil {
-		gs.Stop()
-		_ = ctl.Shutdown()
-		return err
+	if from == "" {
+		if err := startVolume(ctx, ctl, c.StringSlice("replica"), opts); err != nil {
+			gs.Stop()
+			_ = ctl.Shutdown()
+			return err
+		}
 	}
 	trimAfterStart(ctx, "engine")
 	select {

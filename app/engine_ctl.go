@@ -38,6 +38,7 @@ var engineCtlCmd = &cli.Command{
 				&cli.BoolFlag{Name: "fast-sync", Usage: "skip ranges whose checksums already match"},
 				&cli.StringFlag{Name: "replica-instance-name", Usage: "expected instance name of the replica"},
 				&cli.BoolFlag{Name: "wait", Usage: "wait until the rebuild finished"},
+				&cli.Int64Flag{Name: "replica-rebuilding-bandwidth-limit", Usage: "MB/s (2^20 bytes) the rebuild writes at most, 0 = no limit"},
 			},
 			Action: ctlAction(ctlAddReplica)},
 		{Name: "rm-replica", Usage: "remove a replica from the volume", ArgsUsage: "tcp://HOST:P", Action: ctlAction(ctlRemoveReplica)},
@@ -156,7 +157,8 @@ func ctlAddReplica(e *ctlEnv) error {
 		return err
 	}
 	if _, err := e.ext.ReplicaAdd(e.ctx, &enginerpc.ReplicaAddRequest{Address: addr,
-		InstanceName: e.c.String("replica-instance-name"), FastSync: e.c.Bool("fast-sync")}); err != nil {
+		InstanceName: e.c.String("replica-instance-name"), FastSync: e.c.Bool("fast-sync"),
+		ReplicaRebuildingBandwidthLimit: e.c.Int64("replica-rebuilding-bandwidth-limit")}); err != nil {
 		return err
 	}
 	if !e.c.Bool("wait") {

@@ -12,6 +12,7 @@ import (
 	"github.com/urfave/cli/v2"
 
 	"github.com/longhorn-go/longhorn/engineapi"
+	"github.com/longhorn-go/longhorn/instance-manager/cgroup"
 	"github.com/longhorn-go/longhorn/instance-manager/logfile"
 	"github.com/longhorn-go/longhorn/instance-manager/process"
 	"github.com/longhorn-go/longhorn/instance-manager/server"
@@ -32,6 +33,7 @@ func instanceManagerCommand() *cli.Command {
 			&cli.Int64Flag{Name: "log-max-size", Value: logfile.DefaultMaxSize, Usage: "bytes per process log file before rotation"},
 			&cli.IntFlag{Name: "log-max-files", Value: logfile.DefaultMaxFiles, Usage: "rotated log files kept per process"},
 			&cli.StringFlag{Name: "tls-dir", Value: engineapi.TLSDir, Usage: "directory of the Secret longhorn-grpc-tls (ca.crt, tls.crt, tls.key): when the files are there every service serves mutual TLS, else plaintext"},
+			&cli.BoolFlag{Name: "cgroups", Value: true, Usage: "run every engine and replica process in its own cgroup below the instance manager's, where per-volume resource limits apply (false: no cgroups; limits are refused)"},
 			&cli.BoolFlag{Name: "no-proxy", Usage: "play an instance manager older than the engine proxy (tests of the upgrade path): report proxy API version 0 and serve nothing on --proxy-listen"},
 		},
 		Action: runInstanceManager,
@@ -49,7 +51,16 @@ func runInstanceManager(c *cli.Context) error {
 	if c.Duration("stop-timeout") <= 0 {
 		return fmt.Errorf("--stop-timeout must be > 0")
 	}
+	cg, cgWhy := processCgroups(c.Bool("cgroups"))
+	if cg != nil {
+		defer func() {
+			if err := cg.Close(); err != nil {
+				logrus.WithError(err).Warn("instance manager: removing the process cgroups")
+			}
+		}()
+	}
 	mgr, err := process.NewManager(process.Config{
+		Cgroups: cg, CgroupsUnavailable: cgWhy,
 		PortRange: pr, PortProbe: process.HostPortFree,
 		LogDir:     filepath.Join(c.String("data-root"), "logs"),
 		LogMaxSize: c.Int64("log-max-size"), LogMaxFiles: c.Int("log-max-files"),
@@ -88,4 +99,27 @@ func runInstanceManager(c *cli.Context) error {
 	}
 	logrus.Info("instance manager: stopped")
 	return serveErr
+}
+
+// processCgroups makes the per-process cgroup manager, or says why there is
+// none (limits are then refused with that reason).
+func processCgroups(enabled bool) (*cgroup.Manager, string) {
+	if !enabled {
+		return nil, "started with --cgroups=false"
+	}
+	layout, err := cgroup.DetectHostLayout()
+	if err == nil {
+		var m *cgroup.Manager
+		if m, err = cgroup.New(cgroup.Options{Layout: layout}); err == nil {
+			for _, c := range []string{"cpu", "memory", "blkio", "io"} {
+				if ok, why := m.Usable(c); !ok && why != "" {
+					logrus.Warnf("instance manager: cgroup controller %s unusable: %s", c, why)
+				}
+			}
+			logrus.WithField("version", layout.Version).Info("instance manager: processes run in their own cgroups")
+			return m, ""
+		}
+	}
+	logrus.WithError(err).Warn("instance manager: no per-process cgroups; resource limits will be refused")
+	return nil, err.Error()
 }

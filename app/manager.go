@@ -2,7 +2,6 @@ package app
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -19,7 +18,6 @@ import (
 	"github.com/sirupsen/logrus"
 	"github.com/urfave/cli/v2"
 	corev1 "k8s.io/api/core/v1"
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -164,7 +162,7 @@ func runManager(c *cli.Context) error {
 	if err != nil {
 		return err
 	}
-	engines, err := managerEngineHandler(context.Background(), kube, cfg.opts.Namespace)
+	engines, err := managerEngineHandler(ctx, kube, cfg.opts.Namespace)
 	if err != nil {
 		return err
 	}
@@ -323,36 +321,4 @@ func shutdownHTTP(srv *http.Server) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	_ = srv.Shutdown(ctx)
-}
-
-// managerEngineHandler is the manager's engineapi.Handler: it dials
-// instance managers with mutual TLS when the Secret longhorn-grpc-tls
-// exists at start, else in plaintext.
-func managerEngineHandler(ctx context.Context, kube kubernetes.Interface, namespace string) (*engineapi.Handler, error) {
-	cfg, err := managerGRPCTLS(ctx, kube, namespace)
-	if err != nil {
-		return nil, err
-	}
-	return engineapi.NewHandler(engineapi.HandlerOptions{TLS: cfg}), nil
-}
-
-// managerGRPCTLS reads the Secret longhorn-grpc-tls at start: when it
-// exists the manager dials instance managers with mutual TLS (its pods
-// mount it, see controller imPod), else in plaintext. A Secret created or
-// changed later takes a manager restart, as the instance managers read it
-// when they start.
-func managerGRPCTLS(ctx context.Context, kube kubernetes.Interface, namespace string) (*tls.Config, error) {
-	s, err := kube.CoreV1().Secrets(namespace).Get(ctx, engineapi.TLSSecretName, metav1.GetOptions{})
-	if apierrors.IsNotFound(err) {
-		logrus.Info("No Secret " + engineapi.TLSSecretName + ": instance-manager gRPC in plaintext")
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("secret %s: %w", engineapi.TLSSecretName, err)
-	}
-	cfg, err := engineapi.ClientTLS(s.Data[engineapi.TLSCAFile], s.Data[engineapi.TLSCertFile], s.Data[engineapi.TLSKeyFile])
-	if err == nil {
-		logrus.Info("Secret " + engineapi.TLSSecretName + ": instance-manager gRPC with mutual TLS")
-	}
-	return cfg, err
 }

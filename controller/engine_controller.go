@@ -113,7 +113,13 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	err = c.reconcileInstance(ctx, instanceTarget{
 		Object: e, Name: e.Name, Type: engineapi.InstanceTypeEngine, Spec: &e.Spec.InstanceSpec, Status: &e.Status.InstanceStatus,
 		ProcessSpec: func(im *longhorn.InstanceManager) (engineapi.InstanceSpec, error) {
-			return engineProcessSpec(e, im, c.engineSettings(ctx))
+			spec, err := engineProcessSpec(e, im, c.engineSettings(ctx))
+			if err != nil {
+				return spec, err
+			}
+			l, err := volumeResourceLimits(ctx, c.ds, e.Spec.VolumeName)
+			spec.Limits = types.EngineLimits(l)
+			return spec, err
 		},
 	})
 	if err != nil {
@@ -353,7 +359,8 @@ func rebuildStatusOf(in map[string]*engineapi.RebuildStatus) map[string]*longhor
 	out := map[string]*longhorn.RebuildStatus{}
 	for addr, s := range in {
 		out[addr] = &longhorn.RebuildStatus{Error: s.Error, IsRebuilding: s.IsRebuilding, Progress: s.Progress, State: s.State,
-			FromReplicaAddress: s.FromReplicaAddress, FromReplicaAddressList: s.FromReplicaAddressList}
+			FromReplicaAddress: s.FromReplicaAddress, FromReplicaAddressList: s.FromReplicaAddressList,
+			AppliedRebuildingMBps: s.AppliedRebuildingMBps}
 	}
 	return emptyToNil(out)
 }

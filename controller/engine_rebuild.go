@@ -184,7 +184,28 @@ func (c *EngineController) replicaAddRequest(ctx context.Context, e *longhorn.En
 		limit = int64(e.Spec.RebuildConcurrentSyncLimit)
 	}
 	return engineapi.ReplicaAddRequest{Address: "tcp://" + addr, InstanceName: name, Size: e.Spec.VolumeSize,
-		CurrentSize: e.Status.CurrentSize, FastSync: fast, ConcurrentSyncLimit: int32(limit)}
+		CurrentSize: e.Status.CurrentSize, FastSync: fast, ConcurrentSyncLimit: int32(limit),
+		BandwidthLimit: c.rebuildBandwidthLimit(ctx, e)}
+}
+
+// rebuildBandwidthLimit is the rebuild bandwidth limit of e's volume, MB/s
+// of 2^20 bytes, 0 = none, by Longhorn's rule: the volume's
+// replicaRebuildingBandwidthLimit when above 0, else the setting
+// replica-rebuilding-bandwidth-limit for the volume's data engine (this
+// product also reads a "v1" entry; a negative value is no limit).
+func (c *EngineController) rebuildBandwidthLimit(ctx context.Context, e *longhorn.Engine) int64 {
+	engine := e.Spec.DataEngine
+	if engine == "" {
+		engine = longhorn.DataEngineTypeV1
+	}
+	if v, err := c.ds.GetVolumeRO(ctx, e.Spec.VolumeName); err == nil && v.Spec.ReplicaRebuildingBandwidthLimit > 0 {
+		return v.Spec.ReplicaRebuildingBandwidthLimit
+	}
+	global, err := c.ds.GetSettingAsIntByDataEngine(ctx, types.SettingNameReplicaRebuildingBandwidthLimit, engine)
+	if err != nil || global < 0 {
+		return 0
+	}
+	return global
 }
 
 // rebuildAllowed checks concurrent-replica-rebuild-per-node-limit for a

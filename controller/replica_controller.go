@@ -13,6 +13,7 @@ import (
 	"github.com/longhorn-go/longhorn/controller/monitor"
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // FinalizerName is the finalizer the manager puts on volumes, engines and
@@ -106,12 +107,19 @@ func (c *ReplicaController) processSpec(r *longhorn.Replica, im *longhorn.Instan
 	if r.Spec.NodeID == "" || r.Spec.DiskPath == "" || r.Spec.DataDirectoryName == "" {
 		return engineapi.InstanceSpec{}, errNotReady
 	}
-	return engineapi.ReplicaInstanceSpec(engineapi.ReplicaOptions{
+	l, err := volumeResourceLimits(context.Background(), c.ds, r.Spec.VolumeName)
+	if err != nil {
+		return engineapi.InstanceSpec{}, err
+	}
+	dir := filepath.Join(r.Spec.DiskPath, monitor.ReplicaDirectory, r.Spec.DataDirectoryName)
+	spec := engineapi.ReplicaInstanceSpec(engineapi.ReplicaOptions{
 		Name: r.Name, VolumeName: r.Spec.VolumeName, Size: r.Spec.VolumeSize,
-		DataDir:                filepath.Join(r.Spec.DiskPath, monitor.ReplicaDirectory, r.Spec.DataDirectoryName),
+		DataDir:                dir,
 		ListenHost:             c.storageIP(im),
 		DisableRevisionCounter: r.Spec.RevisionCounterDisabled,
-	}), nil
+	})
+	spec.Limits = types.ReplicaLimits(l, dir)
+	return spec, nil
 }
 
 // reconcileDelete, once the process is stopped, removes the data directory

@@ -147,6 +147,9 @@ type VolumeCreate struct {
 	ReplicaAutoBalance        string   `json:"replicaAutoBalance,omitempty"`
 	UnmapMarkSnapChainRemoved string   `json:"unmapMarkSnapChainRemoved,omitempty"`
 	BackupTargetName          string   `json:"backupTargetName,omitempty"`
+	// ResourceLimits are the StorageClass's resource-limit parameters (not
+	// in Longhorn; types.ResourceLimitParameters).
+	ResourceLimits map[string]string `json:"resourceLimits,omitempty"`
 }
 
 // Node is the part of the API's node resource the plugin reads.

@@ -7,6 +7,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // Volume context keys the node side reads (the StorageClass parameters are
@@ -219,4 +221,29 @@ func volumeName(name string) string {
 		out = strings.TrimRight(out[:min(len(out), maxVolumeName-len(suffix))], "-.") + suffix
 	}
 	return out
+}
+
+// The per-volume resource limits (not in Longhorn; see
+// types.ResourceLimitParameters): checked here, sent as the REST
+// resourceLimits, stored as the Volume's longhorn.io/... annotations.
+func init() {
+	for p, a := range types.ResourceLimitParameters {
+		paramRules[p] = resourceLimitParam(p, a)
+	}
+}
+
+func resourceLimitParam(param, annotation string) paramRule {
+	return func(o *volumeOptions, v string) error {
+		if v = strings.TrimSpace(v); v == "" {
+			return nil
+		}
+		if _, err := types.ParseResourceLimits(map[string]string{annotation: v}); err != nil {
+			return err
+		}
+		if o.create.ResourceLimits == nil {
+			o.create.ResourceLimits = map[string]string{}
+		}
+		o.create.ResourceLimits[param] = v
+		return nil
+	}
 }

@@ -7,6 +7,7 @@ func instanceSpecToRPC(s InstanceSpec) *imrpc.InstanceSpec {
 		Name: s.Name, Type: string(s.Type), VolumeName: s.VolumeName,
 		PortCount: s.PortCount, PortArgs: s.PortArgs,
 		ProcessInstanceSpec: &imrpc.ProcessInstanceSpec{Binary: s.Binary, Args: s.Args},
+		ResourceLimits:      imrpc.LimitsToRPC(s.Limits),
 	}
 }
 
@@ -20,7 +21,7 @@ func instanceFromRPC(r *imrpc.InstanceResponse) *Instance {
 		Spec: InstanceSpec{
 			Name: s.GetName(), Type: InstanceType(s.GetType()), VolumeName: s.GetVolumeName(),
 			Binary: s.GetProcessInstanceSpec().GetBinary(), Args: s.GetProcessInstanceSpec().GetArgs(),
-			PortCount: s.GetPortCount(), PortArgs: s.GetPortArgs(),
+			PortCount: s.GetPortCount(), PortArgs: s.GetPortArgs(), Limits: imrpc.LimitsFromRPC(s.GetResourceLimits()),
 		},
 		Status:  statusFromRPC(st.GetState(), st.GetErrorMsg(), st.GetPortStart(), st.GetPortEnd(), st.GetUuid()),
 		Deleted: r.GetDeleted(),

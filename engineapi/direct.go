@@ -196,7 +196,8 @@ func (d *directEngineClient) ReplicaAdd(ctx context.Context, req ReplicaAddReque
 	_, err := directCall(ctx, d, "ReplicaAdd "+req.Address, engineServices.ReplicaAdd, &enginerpc.ReplicaAddRequest{
 		Address: req.Address, InstanceName: req.InstanceName, Restore: req.Restore, FastSync: req.FastSync,
 		FileSyncHttpClientTimeout: req.FileSyncHTTPClientTimeout, ConcurrentSyncLimit: req.ConcurrentSyncLimit,
-		Size: req.Size, CurrentSize: req.CurrentSize,
+		ReplicaRebuildingBandwidthLimit: req.BandwidthLimit,
+		Size:                            req.Size, CurrentSize: req.CurrentSize,
 	})
 	return err
 }
@@ -234,7 +235,8 @@ func (d *directEngineClient) ReplicaRebuildingStatus(ctx context.Context) (map[s
 	out := make(map[string]*RebuildStatus, len(r.GetStatus()))
 	for addr, s := range r.GetStatus() {
 		out[addr] = &RebuildStatus{Error: s.GetError(), IsRebuilding: s.GetIsRebuilding(), Progress: int(s.GetProgress()), State: s.GetState(),
-			FromReplicaAddress: s.GetFromReplicaAddress(), FromReplicaAddressList: s.GetFromReplicaAddressList()}
+			FromReplicaAddress: s.GetFromReplicaAddress(), FromReplicaAddressList: s.GetFromReplicaAddressList(),
+			AppliedRebuildingMBps: s.GetAppliedRebuildingMbps()}
 	}
 	return out, nil
 }

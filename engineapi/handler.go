@@ -155,6 +155,27 @@ func (h *Handler) Close() {
 	}
 }
 
+// SetTLS replaces the TLS configuration instance managers are dialed with
+// (nil: plaintext) and closes every connection, so each is re-dialed with
+// it on next use: the manager's side of a rotated longhorn-grpc-tls Secret.
+// Calls in flight on the old connections fail and are retried by their
+// reconciles.
+func (h *Handler) SetTLS(cfg *tls.Config) {
+	h.mu.Lock()
+	h.opts.TLS = cfg
+	ims := make([]*imEntry, 0, len(h.ims))
+	for _, e := range h.ims {
+		ims = append(ims, e)
+	}
+	h.mu.Unlock()
+	for _, e := range ims {
+		e.mu.Lock()
+		e.tls = cfg
+		e.closeLocked()
+		e.mu.Unlock()
+	}
+}
+
 // entry returns the checked connection pair of im.
 func (h *Handler) entry(ctx context.Context, im IMAddress) (*imEntry, error) {
 	if im.Address == "" || im.ProxyAddress == "" {

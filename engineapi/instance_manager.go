@@ -3,6 +3,7 @@ package engineapi
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 
 	"google.golang.org/grpc"
@@ -43,7 +44,15 @@ func (c *InstanceManagerClient) InstanceCreate(ctx context.Context, spec Instanc
 	if err != nil {
 		return nil, c.fail("InstanceCreate "+spec.Name, err)
 	}
-	return instanceFromRPC(r), nil
+	inst := instanceFromRPC(r)
+	if !spec.Limits.IsZero() && inst.Spec.Limits != spec.Limits {
+		// An instance manager older than resource limits drops the field:
+		// the process must not run unlimited.
+		_, _ = c.InstanceDelete(ctx, spec.Name, spec.Type, inst.Status.UUID)
+		return nil, fmt.Errorf("instance manager %s does not enforce resource limits (it answered %+v for %+v): instance %s stopped; upgrade the instance manager or remove the limits",
+			c.addr, inst.Spec.Limits, spec.Limits, spec.Name)
+	}
+	return inst, nil
 }
 
 // InstanceDelete stops an instance (SIGTERM, SIGKILL after the stop timeout)

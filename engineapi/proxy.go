@@ -151,6 +151,7 @@ func (p *proxyEngineClient) ReplicaAdd(ctx context.Context, req ReplicaAddReques
 		ProxyEngineRequest: p.req, ReplicaAddress: req.Address, ReplicaName: req.InstanceName,
 		Restore: req.Restore, Size: req.Size, CurrentSize: req.CurrentSize, FastSync: req.FastSync,
 		FileSyncHttpClientTimeout: req.FileSyncHTTPClientTimeout, ConcurrentSyncLimit: req.ConcurrentSyncLimit,
+		ReplicaRebuildingBandwidthLimit: req.BandwidthLimit,
 	})
 	return err
 }
@@ -183,6 +184,7 @@ func (p *proxyEngineClient) ReplicaRebuildingStatus(ctx context.Context) (map[st
 		out[addr] = &RebuildStatus{
 			Error: s.GetError(), IsRebuilding: s.GetIsRebuilding(), Progress: int(s.GetProgress()), State: s.GetState(),
 			FromReplicaAddress: s.GetFromReplicaAddress(), FromReplicaAddressList: s.GetFromReplicaAddressList(),
+			AppliedRebuildingMBps: s.GetAppliedRebuildingMbps(),
 		}
 	}
 	return out, nil

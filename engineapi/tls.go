@@ -7,6 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/sirupsen/logrus"
 )
 
 // Mutual TLS between the manager and its instance managers, as Longhorn
@@ -35,17 +39,69 @@ const (
 // dir's ca.crt, tls.crt and tls.key: client certificates signed by ca.crt
 // are required. It returns nil (plaintext) when dir is "" or holds none of
 // the files, and an error when only some are there or they do not parse.
+// The files are read again for a new connection once they changed (the
+// kubelet swaps a rotated Secret's files in place), so a rotated
+// certificate or CA takes no restart; files that no longer parse leave the
+// last good ones in use.
 func ServerTLSFromDir(dir string) (*tls.Config, error) {
-	ca, cert, key, err := readTLSFiles(dir)
+	d := &dirTLS{dir: dir}
+	cfg, err := d.load()
+	if err != nil || cfg == nil {
+		return nil, err
+	}
+	d.cfg, d.stamp = cfg, d.fileStamp()
+	return &tls.Config{GetConfigForClient: d.forClient, MinVersion: tls.VersionTLS12}, nil
+}
+
+// dirTLS is the reloading server configuration of ServerTLSFromDir.
+type dirTLS struct {
+	dir   string
+	mu    sync.Mutex
+	stamp string // size, mtime and inode of the three files when cfg was loaded
+	cfg   *tls.Config
+}
+
+func (d *dirTLS) load() (*tls.Config, error) {
+	ca, cert, key, err := readTLSFiles(d.dir)
 	if err != nil || ca == nil {
 		return nil, err
 	}
 	pair, pool, err := parseTLS(ca, cert, key)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", dir, err)
+		return nil, fmt.Errorf("%s: %w", d.dir, err)
 	}
 	return &tls.Config{Certificates: []tls.Certificate{pair}, ClientCAs: pool,
 		ClientAuth: tls.RequireAndVerifyClientCert, MinVersion: tls.VersionTLS12}, nil
+}
+
+// fileStamp identifies the current files (following the Secret volume's symlinks).
+func (d *dirTLS) fileStamp() string {
+	var b strings.Builder
+	for _, name := range []string{TLSCAFile, TLSCertFile, TLSKeyFile} {
+		if fi, err := os.Stat(filepath.Join(d.dir, name)); err == nil {
+			fmt.Fprintf(&b, "%d/%d/%v;", fi.Size(), fi.ModTime().UnixNano(), fi.Sys())
+		}
+	}
+	return b.String()
+}
+
+// forClient returns the configuration for one new connection, reloaded
+// when the files changed.
+func (d *dirTLS) forClient(*tls.ClientHelloInfo) (*tls.Config, error) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if st := d.fileStamp(); st != d.stamp {
+		cfg, err := d.load()
+		switch {
+		case err != nil || cfg == nil:
+			logrus.WithError(err).Warnf("TLS files in %s changed but cannot be used; keeping the previous certificates", d.dir)
+		default:
+			logrus.Infof("TLS files in %s changed: certificates reloaded", d.dir)
+			d.cfg = cfg
+		}
+		d.stamp = st
+	}
+	return d.cfg, nil
 }
 
 // ClientTLS is the manager's TLS configuration from the Secret's data:

@@ -80,8 +80,12 @@ func TestServerTLSFromDir(t *testing.T) {
 		}
 	}
 	dir := pki.writeDir(t)
-	if cfg, err := ServerTLSFromDir(dir); err != nil || cfg == nil || cfg.ClientAuth != tls.RequireAndVerifyClientCert {
+	cfg, err := ServerTLSFromDir(dir)
+	if err != nil || cfg == nil {
 		t.Fatalf("all files: %v %v", cfg, err)
+	}
+	if c, err := cfg.GetConfigForClient(nil); err != nil || c.ClientAuth != tls.RequireAndVerifyClientCert || len(c.Certificates) != 1 {
+		t.Fatalf("per-connection configuration: %+v %v", c, err)
 	}
 	_ = os.Remove(filepath.Join(dir, TLSKeyFile))
 	if _, err := ServerTLSFromDir(dir); err == nil {
@@ -89,5 +93,69 @@ func TestServerTLSFromDir(t *testing.T) {
 	}
 	if _, err := ClientTLS([]byte("not pem"), pki.cert, pki.key); err == nil {
 		t.Error("a bad ca.crt accepted")
+	}
+}
+
+// swapFiles replaces dir's Secret files by p's the way the kubelet updates a
+// Secret volume: new files renamed over the old ones.
+func (p testPKI) swapFiles(t *testing.T, dir string) {
+	t.Helper()
+	for name, b := range map[string][]byte{TLSCAFile: p.ca, TLSCertFile: p.cert, TLSKeyFile: p.key} {
+		tmp := filepath.Join(dir, "."+name+".new")
+		if err := os.WriteFile(tmp, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestTLSRotationWithoutRestart: the longhorn-grpc-tls files of a running
+// instance manager are replaced by a new CA and certificate; the manager's
+// handler gets the new Secret (SetTLS) and reaches the same instance
+// manager process again over mutual TLS, while a client still holding the
+// old certificate is refused. A broken file set keeps the last good one.
+func TestTLSRotationWithoutRestart(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts the longhorn binary")
+	}
+	oldPKI, newPKI := newTestPKI(t), newTestPKI(t)
+	dir := oldPKI.writeDir(t)
+	im := startRealIM(t, 10, "--tls-dir", dir)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	oldCfg, err := ClientTLS(oldPKI.ca, oldPKI.cert, oldPKI.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	newCfg, err := ClientTLS(newPKI.ca, newPKI.cert, newPKI.key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(HandlerOptions{TLS: oldCfg})
+	defer h.Close()
+	im.connect(t, ctx, h)
+	_, dials := h.Connections()
+	newPKI.swapFiles(t, dir)
+	h.SetTLS(newCfg)
+	if _, err := h.Ping(ctx, im.addr); err != nil {
+		t.Fatalf("ping with the rotated certificates: %v", err)
+	}
+	if _, d := h.Connections(); d != dials+1 {
+		t.Fatalf("dials %d -> %d, want one re-dial after SetTLS", dials, d)
+	}
+	stale := NewHandler(HandlerOptions{TLS: oldCfg, CheckTimeout: 2 * time.Second})
+	defer stale.Close()
+	if _, err := stale.InstanceManager(ctx, im.addr); err == nil {
+		t.Fatal("a client with the replaced certificate was accepted")
+	}
+	if err := os.WriteFile(filepath.Join(dir, TLSCertFile), []byte("garbage"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	again := NewHandler(HandlerOptions{TLS: newCfg})
+	defer again.Close()
+	if _, err := again.Ping(ctx, im.addr); err != nil {
+		t.Fatalf("after a broken tls.crt the last good certificates must stay: %v", err)
 	}
 }

@@ -11,7 +11,11 @@
 // errors.Is(err, ErrIncompatible).
 package engineapi
 
-import "time"
+import (
+	"time"
+
+	"github.com/longhorn-go/longhorn/instance-manager/cgroup"
+)
 
 // InstanceType is the kind of an instance (Longhorn's InstanceSpec.type).
 type InstanceType string
@@ -63,6 +67,9 @@ type InstanceSpec struct {
 	Args      []string
 	PortCount int32
 	PortArgs  []string
+	// Limits are the process's resource limits, enforced by the instance
+	// manager in the process's own cgroup (not in Longhorn; zero: none).
+	Limits cgroup.Limits
 }
 
 // InstanceStatus is what the instance manager observed.
@@ -166,6 +173,8 @@ type RebuildStatus struct {
 	State                  string
 	FromReplicaAddress     string
 	FromReplicaAddressList []string
+	// AppliedRebuildingMBps is the rebuild's bandwidth limit, MB/s (0 = none).
+	AppliedRebuildingMBps int64
 }
 
 // PurgeStatus is the progress of a snapshot purge on one replica.
@@ -206,6 +215,8 @@ type ReplicaAddRequest struct {
 	FileSyncHTTPClientTimeout int32
 	// ConcurrentSyncLimit is 1..5; 0 = engine default.
 	ConcurrentSyncLimit int32
+	// BandwidthLimit caps the rebuild's writes, MB/s (2^20 bytes); 0 = none.
+	BandwidthLimit int64
 }
 
 // SnapshotCloneRequest asks the engine to clone a snapshot of another volume.

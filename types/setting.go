@@ -71,6 +71,12 @@ type SettingDefinition struct {
 	FloatRange *FloatRange `json:"floatRange,omitempty"`
 	// DataEngineSpecific settings hold one value per data engine.
 	DataEngineSpecific bool `json:"dataEngineSpecific"`
+	// ExtraEngines are data engines this product applies a
+	// data-engine-specific setting to beyond the keys of Longhorn's Default,
+	// each with its default value: Default stays Longhorn's (the Setting
+	// object, chart and UI show it), a value may also name these engines,
+	// and an engine a value leaves out takes the default here.
+	ExtraEngines map[longhorn.DataEngineType]string `json:"-"`
 }
 
 func intRange(lo, hi int64) *IntRange { return &IntRange{Minimum: &lo, Maximum: &hi} }
@@ -136,14 +142,31 @@ func SettingDefinitions() []SettingDefinition {
 }
 
 // DataEngines returns the data engines a data-engine-specific setting covers
-// (the keys of its JSON default), sorted; nil for other settings.
+// (the keys of its JSON default and ExtraEngines), sorted; nil for other
+// settings.
 func (d SettingDefinition) DataEngines() []longhorn.DataEngineType {
-	if !d.DataEngineSpecific {
-		return nil
-	}
-	m, err := parseEngineJSON(d.Default)
+	m, err := d.engineDefaults()
 	if err != nil {
 		return nil
 	}
 	return sortedEngines(m)
+}
+
+// engineDefaults returns the default value per data engine of a
+// data-engine-specific setting: its JSON default and ExtraEngines; nil for
+// other settings.
+func (d SettingDefinition) engineDefaults() (map[longhorn.DataEngineType]string, error) {
+	if !d.DataEngineSpecific {
+		return nil, nil
+	}
+	m, err := parseEngineJSON(d.Default)
+	if err != nil {
+		return nil, err
+	}
+	for e, v := range d.ExtraEngines {
+		if _, ok := m[e]; !ok {
+			m[e] = v
+		}
+	}
+	return m, nil
 }

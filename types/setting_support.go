@@ -149,7 +149,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameBackupExecutionTimeout:                                   notSupported(),
 	SettingNameRWXVolumeFastFailover:                                    notSupported(),
 	SettingNameOfflineReplicaRebuilding:                                 notSupported(),
-	SettingNameReplicaRebuildingBandwidthLimit:                          notSupported(),
+	SettingNameReplicaRebuildingBandwidthLimit:                          reader("controller/engine_rebuild.go:rebuildBandwidthLimit"),
 	SettingNameDefaultUblkQueueDepth:                                    notSupported(),
 	SettingNameDefaultNVMeTCPNrIOQueues:                                 notSupported(),
 	SettingNameDefaultUblkNumberOfQueue:                                 notSupported(),

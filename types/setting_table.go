@@ -1,5 +1,7 @@
 package types
 
+import longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+
 // settingDefinitionList is THE table of setting definitions: every setting
 // Longhorn has, in Longhorn's order, with its category, type, default,
 // range and options (reference: longhorn-facts.md section 3, from Longhorn
@@ -213,7 +215,8 @@ var settingDefinitionList = []SettingDefinition{
 	{Name: SettingNameOfflineReplicaRebuilding, Category: SettingCategoryGeneral, Type: SettingTypeBool, Default: `false`,
 		Description: "Rebuild replicas of degraded volumes while they are detached."},
 	{Name: SettingNameReplicaRebuildingBandwidthLimit, Category: SettingCategoryGeneral, Type: SettingTypeInt, Default: `{"v2":"0"}`, DataEngineSpecific: true,
-		Description: "Rebuild write bandwidth limit (MB/s) per replica; 0 = no limit."},
+		ExtraEngines: map[longhorn.DataEngineType]string{longhorn.DataEngineTypeV1: "0"},
+		Description:  "Write bandwidth limit (MB/s, 1 MB = 2^20 bytes) of a replica rebuild, for volumes whose replicaRebuildingBandwidthLimit is 0; 0 = no limit. Longhorn applies it to v2 volumes only; this product also to v1 volumes (the sync agent's sender paces its writes), with a \"v1\" entry or a plain value."},
 	{Name: SettingNameDefaultUblkQueueDepth, Category: SettingCategoryGeneral, Type: SettingTypeInt, Default: `{"v2":"128"}`, Range: intMin(32), DataEngineSpecific: true,
 		Description: "Default ublk queue depth."},
 	{Name: SettingNameDefaultNVMeTCPNrIOQueues, Category: SettingCategoryGeneral, Type: SettingTypeInt, Default: `{"v2":"0"}`, Range: intRange(0, 128), DataEngineSpecific: true,

@@ -44,7 +44,7 @@ func SettingValueForDataEngine(name SettingName, value string, engine longhorn.D
 	if v, ok := m[engine]; ok {
 		return v, nil
 	}
-	defaults, err := parseEngineJSON(def.Default)
+	defaults, err := def.engineDefaults()
 	if err != nil {
 		return "", fmt.Errorf("setting %s: malformed default %q: %w", name, def.Default, err)
 	}

@@ -99,7 +99,7 @@ var VolumeSpecSupport = map[string]FieldSupport{
 	"freezeFilesystemForSnapshot":     notYet("freezing the filesystem for snapshots", `"ignored"`, `"disabled"`),
 	"backupTargetName":                acts("controller/backup_volume_controller.go:syncBackupVolume"),
 	"offlineRebuilding":               notYet("offline replica rebuilding", `"ignored"`, `"disabled"`),
-	"replicaRebuildingBandwidthLimit": notYet("a rebuild bandwidth limit (v2 data engine)"),
+	"replicaRebuildingBandwidthLimit": acts("controller/engine_rebuild.go:rebuildBandwidthLimit"),
 	"rebuildConcurrentSyncLimit":      acts("controller/engine_rebuild.go:replicaAddRequest"),
 	"snapshotHashingRequestedAt":      notYet("on-demand snapshot hashing"),
 	"dataLayout":                      notYet("data layouts other than replicated", `{"type":"replicated"}`),

@@ -68,6 +68,7 @@ func validateVolumeSpec(v *longhorn.Volume) error {
 		func() error { return validateVolumeEnums(s) },
 		func() error { return validateSnapshotLimits(s) },
 		func() error { return validateSelectors(s) },
+		func() error { return validateResourceLimits(v) },
 		func() error {
 			if s.RebuildConcurrentSyncLimit < 0 || s.RebuildConcurrentSyncLimit > 5 {
 				return Invalid("spec.rebuildConcurrentSyncLimit", "%d is outside 0-5 (0 uses the setting)", s.RebuildConcurrentSyncLimit)
@@ -258,6 +259,9 @@ func validateVolumeUpdate(old, v *longhorn.Volume) error {
 		}
 	}
 	if err := checkImageChange(old, v); err != nil {
+		return err
+	}
+	if err := checkLimitChange(old, v); err != nil {
 		return err
 	}
 	if v.Spec.Standby && !old.Spec.Standby {

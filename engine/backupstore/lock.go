@@ -61,8 +61,16 @@ type Lock struct {
 
 	mu         sync.Mutex
 	serverTime time.Time
-	stop       chan struct{}
-	done       chan struct{}
+	created    time.Time // when create wrote the file
+	// sawOther: a lock of another type (a deletion, for a backup) was in the
+	// store right after create or at a check; only such a lock's holder can
+	// have changed the store (removed blocks) before this lock was acquired
+	sawOther bool
+	// sawSame: a lock that this one waits behind by our backup-after-backup
+	// rule was in the store right after create, or came first at a check
+	sawSame bool
+	stop    chan struct{}
+	done    chan struct{}
 }
 
 func (s *Store) newLock(volume string, typ int, op string) *Lock {
@@ -136,12 +144,48 @@ func (l *Lock) remove(ctx context.Context) error {
 // volume is waited for as long as ctx allows. The held lock is refreshed
 // every LockRefreshInterval until Release.
 func (l *Lock) Acquire(ctx context.Context) error {
-	o := l.s.opts
+	if err := l.create(ctx); err != nil {
+		return err
+	}
+	return l.wait(ctx)
+}
+
+// create writes the lock file (not acquired yet); wait then acquires it.
+// Between the two the caller may read the store (never write it): what it
+// read must be read again once the lock is held.
+func (l *Lock) create(ctx context.Context) error {
 	if err := l.save(ctx); err != nil {
 		return err
 	}
-	start, t0, checks := l.serverTime, time.Now(), 0
-	if err := sleepCtx(ctx, o.LockCheckWait); err != nil {
+	l.created = time.Now()
+	locks, err := l.s.listLocks(ctx, l.volume)
+	if err != nil {
+		return l.abandon(err)
+	}
+	l.noteOthers(locks)
+	for _, o := range locks {
+		if _, oc := conflict(l.file, o.lockFile); oc && o.Name != l.file.Name && l.s.opts.Now().Sub(o.serverTime) <= l.s.opts.LockDuration {
+			l.sawSame = true
+		}
+	}
+	return nil
+}
+
+func (l *Lock) noteOthers(locks []serverLock) {
+	for _, o := range locks {
+		if o.Name != l.file.Name && o.Type != l.file.Type {
+			l.sawOther = true
+		}
+	}
+}
+
+// wait is Acquire after create: it sleeps what is left of LockCheckWait
+// since the file was written, then checks the other locks every
+// LockCheckInterval until none comes first. On failure the file is removed.
+func (l *Lock) wait(ctx context.Context) error {
+	o := l.s.opts
+	start, t0, checks := l.serverTime, l.created, 0
+	if err := sleepCtx(ctx, o.LockCheckWait-time.Since(t0)); err != nil {
 		return l.abandon(err)
 	}
 	for ; ; checks++ {
@@ -149,8 +193,12 @@ func (l *Lock) Acquire(ctx context.Context) error {
 		if err != nil {
 			return l.abandon(err)
 		}
+		l.noteOthers(locks)
 		me := serverLock{lockFile: l.file, serverTime: l.serverTime}
 		typ, op := blockers(me, locks, o.Now(), o.LockDuration)
+		if len(op) > 0 {
+			l.sawSame = true
+		}
 		if len(typ) == 0 && len(op) == 0 {
 			l.file.Acquired = true
 			if err := l.save(ctx); err != nil {

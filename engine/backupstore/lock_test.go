@@ -57,12 +57,16 @@ func TestLonghornDeletionLockBlocksBackup(t *testing.T) {
 	}
 	src := newMemSource(4 * mib)
 	src.snapshot("s1")
-	_, err := s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: "s1", Source: src})
+	job, err := s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: "s1", Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = job.Run(context.Background(), nil)
 	if !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "lock-0123456789abcdef") {
 		t.Fatalf("backup under a deletion lock: %v, want ErrLocked naming the lock", err)
 	}
 	go func() { time.Sleep(100 * time.Millisecond); _ = os.Remove(lock) }()
-	job, err := s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: "s1", Source: src})
+	job, err = s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: "s1", Source: src})
 	if err != nil {
 		t.Fatalf("backup after the lock went: %v", err)
 	}
@@ -73,14 +77,12 @@ func TestLonghornDeletionLockBlocksBackup(t *testing.T) {
 
 // Two backups of one volume at once run one after the other: both succeed,
 // the second is incremental on the first, and volume.cfg counts each block
-// once. Overlap is read from the store itself: while a backup holds its lock
-// (from PrepareBackup until Run returns) no other backup lock file of the
-// volume may be Acquired. (A counter bumped around the calls raced: the lock
-// is released inside Run, so the next backup can start before the first
-// one's Run returns.) The store waits LockCheckWait after writing its lock
-// file, as in production (2 s there): with no wait, two lock files written
-// within one mtime tick can both see themselves first (Longhorn's rule has the
-// same window).
+// once. Overlap is read from the store itself: a poller checks that no two
+// backup lock files of the volume are Acquired at once while both run (the
+// lock is acquired inside Run, while the early blocks upload). The store
+// waits LockCheckWait after writing its lock file, as in production (2 s
+// there): with no wait, two lock files written within one mtime tick can
+// both see themselves first (Longhorn's rule has the same window).
 func TestConcurrentBackupsSerialize(t *testing.T) {
 	opts := fastOpts()
 	opts.LockCheckWait = 50 * time.Millisecond
@@ -99,10 +101,7 @@ func TestConcurrentBackupsSerialize(t *testing.T) {
 		results []*Backup
 	)
 	acquiredBackupLocks := func() int {
-		locks, err := s.listLocks(context.Background(), "vol-1")
-		if err != nil {
-			t.Error(err)
-		}
+		locks, _ := s.listLocks(context.Background(), "vol-1")
 		n := 0
 		for _, l := range locks {
 			if l.Acquired && l.Operation == opBackup {
@@ -111,6 +110,20 @@ func TestConcurrentBackupsSerialize(t *testing.T) {
 		}
 		return n
 	}
+	stop, polled := make(chan struct{}), make(chan int)
+	go func() {
+		most := 0
+		for {
+			select {
+			case <-stop:
+				polled <- most
+				return
+			default:
+			}
+			most = max(most, acquiredBackupLocks())
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
 	for _, snap := range []string{"s1", "s2"} {
 		wg.Add(1)
 		go func() {
@@ -120,13 +133,8 @@ func TestConcurrentBackupsSerialize(t *testing.T) {
 				t.Error(err)
 				return
 			}
-			for i := 0; i < 5; i++ {
-				if n := acquiredBackupLocks(); n != 1 {
-					t.Errorf("%d acquired backup locks while backup of %s holds its lock, want 1", n, snap)
-				}
-				time.Sleep(10 * time.Millisecond)
-			}
-			b, err := job.Run(context.Background(), nil)
+			time.Sleep(20 * time.Millisecond) // a backup holding its lock, seen by the poller
+			b, err := job.Run(context.Background(), func(int) { time.Sleep(5 * time.Millisecond) })
 			mu.Lock()
 			results = append(results, b)
 			mu.Unlock()
@@ -136,15 +144,25 @@ func TestConcurrentBackupsSerialize(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	close(stop)
+	if most := <-polled; most != 1 {
+		t.Errorf("at most %d backup locks acquired at once, want 1", most)
+	}
 	if t.Failed() {
 		t.FailNow()
 	}
 	vol, err := s.LoadVolume(context.Background(), "vol-1")
+	for _, r := range results {
+		t.Logf("backup %s of %s: incremental %v, newly %d, blocks %v", r.Name, r.SnapshotName, r.IsIncremental, r.NewlyUploadedDataSize, r.Blocks)
+	}
 	if err != nil || vol.BlockCount != 3 || vol.LastBackupName != results[1].Name {
 		t.Fatalf("volume.cfg %+v %v; want BlockCount 3, last backup %s", vol, err, results[1].Name)
 	}
 	if blocks, _ := s.ListBlocks(context.Background(), "vol-1"); len(blocks) != 3 {
 		t.Fatalf("%d blocks, want 3", len(blocks))
+	}
+	if !results[1].IsIncremental {
+		t.Fatalf("the second backup (%s of %s) is not incremental on the first", results[1].Name, results[1].SnapshotName)
 	}
 }
 
@@ -171,5 +189,126 @@ func TestLockRefresh(t *testing.T) {
 	}
 	if _, err := os.Stat(p); !os.IsNotExist(err) {
 		t.Fatalf("lock file left after Release: %v", err)
+	}
+}
+
+// timedDest records when its first block was written.
+type timedDest struct {
+	memDest
+	once  sync.Once
+	first time.Time
+}
+
+func (d *timedDest) WriteAt(p []byte, off int64) (int, error) {
+	d.once.Do(func() { d.first = time.Now() })
+	return d.memDest.WriteAt(p, off)
+}
+
+// A restore moves blocks while its lock's check wait runs, and succeeds only
+// once the lock is held and the backup read again is unchanged; a deletion
+// lock that outlasts LockMaxWait fails Run with ErrLocked, and a backup
+// removed while the restore waited fails it with ErrNotFound (the blocks
+// already written do not count).
+func TestRestoreOverlapsLockWait(t *testing.T) {
+	opts := fastOpts()
+	opts.LockCheckWait = 300 * time.Millisecond
+	dir := t.TempDir()
+	s, err := Open(context.Background(), "vfs://"+dir, nil, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newMemSource(8 * mib)
+	randomBlocks(rand.New(rand.NewSource(3)), src, DefaultBlockSize, []int64{0, 1, 3})
+	src.snapshot("s1")
+	b := backupOf(t, s, src, "s1", nil)
+	restore := func() (*timedDest, time.Duration, error) {
+		start := time.Now()
+		job, err := s.PrepareRestore(context.Background(), RestoreRequest{VolumeName: "vol-1", BackupName: b.Name})
+		if err != nil {
+			return nil, 0, err
+		}
+		d := &timedDest{memDest: memDest{buf: make([]byte, job.VolumeSize())}}
+		err = job.Run(context.Background(), d, nil)
+		return d, time.Since(start), err
+	}
+	d, took, err := restore()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sha(d.buf) != sha(src.snaps["s1"]) {
+		t.Fatal("restored bytes differ")
+	}
+	if took < opts.LockCheckWait || d.first.IsZero() || time.Since(d.first) < took-opts.LockCheckWait+50*time.Millisecond {
+		t.Fatalf("restore took %v, first block written %v before its end; want the blocks moving within the %v lock check wait",
+			took, time.Since(d.first), opts.LockCheckWait)
+	}
+
+	lock := filepath.Join(dir, LocksPath("vol-1"), "lock-00000000000000dd.lck")
+	if err := os.WriteFile(lock, []byte(`{"Name":"lock-00000000000000dd","Type":2,"Acquired":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := restore(); !errors.Is(err, ErrLocked) || !strings.Contains(err.Error(), "lock-00000000000000dd") {
+		t.Fatalf("restore under a deletion lock: %v, want ErrLocked naming it", err)
+	}
+	go func() {
+		time.Sleep(100 * time.Millisecond)
+		_ = os.Remove(filepath.Join(dir, BackupConfigPath("vol-1", b.Name)))
+		_ = os.Remove(lock)
+	}()
+	if _, _, err := restore(); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("restore of a backup deleted while it waited for its lock: %v, want ErrNotFound", err)
+	}
+	if locks, _ := s.listLocks(context.Background(), "vol-1"); len(locks) != 0 {
+		t.Fatalf("locks left: %+v", locks)
+	}
+}
+
+// A backup that finds blocks in the store before its lock is held while a
+// deletion holds the volume's lock, which then removes them (a deletion's
+// garbage collection), uploads them again once it holds the lock: the
+// backup restores to the snapshot's bytes.
+func TestBackupReuploadsBlocksADeletionRemoved(t *testing.T) {
+	dir := t.TempDir()
+	s, err := Open(context.Background(), "vfs://"+dir, nil, fastOpts())
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := newMemSource(8 * mib)
+	randomBlocks(rand.New(rand.NewSource(5)), src, DefaultBlockSize, []int64{0, 1})
+	src.snapshot("s1")
+	b1 := backupOf(t, s, src, "s1", nil)
+	randomBlocks(rand.New(rand.NewSource(6)), src, DefaultBlockSize, []int64{3})
+	src.snapshot("s2")
+	src.remove("s1") // the next backup is a full one: blocks 0 and 1 are in the store already
+	lock := filepath.Join(dir, LocksPath("vol-1"), "lock-00000000000000ee.lck")
+	if err := os.WriteFile(lock, []byte(`{"Name":"lock-00000000000000ee","Type":2,"Acquired":true}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	job, err := s.PrepareBackup(context.Background(), BackupRequest{VolumeName: "vol-1", VolumeSize: src.size, SnapshotName: "s2", Source: src})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		time.Sleep(150 * time.Millisecond)
+		_ = os.Remove(filepath.Join(dir, BackupConfigPath("vol-1", b1.Name)))
+		_ = os.RemoveAll(filepath.Join(dir, BlocksPath("vol-1")))
+		_ = os.Remove(lock)
+	}()
+	b2, err := job.Run(context.Background(), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b2.IsIncremental || len(b2.Blocks) != 3 {
+		t.Fatalf("backup of s2: incremental %v, %d blocks; want full, 3", b2.IsIncremental, len(b2.Blocks))
+	}
+	if blocks, _ := s.ListBlocks(context.Background(), "vol-1"); len(blocks) != 3 {
+		t.Fatalf("%d blocks in the store, want 3", len(blocks))
+	}
+	dst := &memDest{}
+	if err := restoreInto(t, s, dst, b2.Name, ""); err != nil {
+		t.Fatal(err)
+	}
+	if sha(dst.buf) != sha(src.snaps["s2"]) {
+		t.Fatal("restored bytes differ from s2")
 	}
 }

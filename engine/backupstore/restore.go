@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -66,7 +67,8 @@ func PlanRestore(last, cur []BlockMapping) []RestoreOp {
 	return ops
 }
 
-// RestoreJob is a prepared restore: the lock is held and the plan is known.
+// RestoreJob is a prepared restore: its lock file is written (Run acquires
+// it) and the plan is known.
 type RestoreJob struct {
 	s         *Store
 	req       RestoreRequest
@@ -87,14 +89,16 @@ func (j *RestoreJob) Backup() *Backup { return j.backup }
 // Ops returns the planned steps.
 func (j *RestoreJob) Ops() []RestoreOp { return j.ops }
 
-// Abort releases the lock of a job that will not run.
+// Abort removes the lock of a job that will not run.
 func (j *RestoreJob) Abort() { _ = j.lock.Release() }
 
-// PrepareRestore locks the backup volume (LockTypeRestore), loads volume.cfg
-// and the backup (and the last restored backup for an incremental restore)
-// and plans the restore. A missing backup is ErrNotFound; an in-progress one,
-// a block size change since the last restored backup or a volume size that
-// is not a multiple of the block size is ErrInvalid.
+// PrepareRestore writes the restore's lock file (LockTypeRestore), loads
+// volume.cfg and the backup (and the last restored backup for an incremental
+// restore) and plans the restore; Run then acquires the lock while the
+// blocks already move (Longhorn's LockCheckWait is 2 s), and reads the plan
+// again once the lock is held. A missing backup is ErrNotFound; an
+// in-progress one, a block size change since the last restored backup or a
+// volume size that is not a multiple of the block size is ErrInvalid.
 func (s *Store) PrepareRestore(ctx context.Context, req RestoreRequest) (*RestoreJob, error) {
 	if err := ValidateName("volume", req.VolumeName); err != nil {
 		return nil, err
@@ -114,7 +118,7 @@ func (s *Store) PrepareRestore(ctx context.Context, req RestoreRequest) (*Restor
 		req.ConcurrentLimit = 2
 	}
 	j := &RestoreJob{s: s, req: req, lock: s.newLock(req.VolumeName, LockTypeRestore, opRestore)}
-	if err := j.lock.Acquire(ctx); err != nil {
+	if err := j.lock.create(ctx); err != nil {
 		return nil, err
 	}
 	if err := j.prepare(ctx); err != nil {
@@ -124,39 +128,78 @@ func (s *Store) PrepareRestore(ctx context.Context, req RestoreRequest) (*Restor
 	return j, nil
 }
 
+// prepare loads and plans the restore into j.
 func (j *RestoreJob) prepare(ctx context.Context) error {
-	vol, err := j.s.LoadVolume(ctx, j.req.VolumeName)
-	if err != nil {
-		return fmt.Errorf("backup volume %s: %w", j.req.VolumeName, err)
-	}
-	b, err := j.s.LoadBackup(ctx, j.req.VolumeName, j.req.BackupName)
-	if err != nil {
-		return fmt.Errorf("backup %s of volume %s: %w", j.req.BackupName, j.req.VolumeName, err)
-	}
-	if b.InProgress() {
-		return fmt.Errorf("%w: backup %s of volume %s is still in progress", ErrInvalid, b.Name, vol.Name)
-	}
-	bs, err := b.BlockSize()
+	p, err := j.s.planRestore(ctx, j.req)
 	if err != nil {
 		return err
 	}
+	j.vol, j.backup, j.blockSize, j.method, j.ops = p.vol, p.backup, p.blockSize, p.method, p.ops
+	return nil
+}
+
+// restorePlan is what a restore reads from the store before it moves data.
+type restorePlan struct {
+	vol       *Volume
+	backup    *Backup
+	blockSize int64
+	method    string
+	ops       []RestoreOp
+}
+
+// confirm acquires the lock and reads the plan again: the blocks moved
+// while the lock was awaited are right only if the backup is still the
+// one planned (a deletion that held the lock before this restore may have
+// removed it).
+func (j *RestoreJob) confirm(ctx context.Context) error {
+	if err := j.lock.wait(ctx); err != nil {
+		return fmt.Errorf("restore backup %s: %w", j.req.BackupName, err)
+	}
+	p, err := j.s.planRestore(ctx, j.req)
+	if err != nil {
+		return err
+	}
+	if p.vol.Size != j.vol.Size || p.blockSize != j.blockSize || p.method != j.method || !slices.Equal(p.ops, j.ops) {
+		return fmt.Errorf("%w: backup %s of volume %s changed while the restore waited for its lock", ErrInvalid, j.req.BackupName, j.req.VolumeName)
+	}
+	return nil
+}
+
+// planRestore loads what req names and plans its steps.
+func (s *Store) planRestore(ctx context.Context, req RestoreRequest) (*restorePlan, error) {
+	j := &restorePlan{}
+	vol, err := s.LoadVolume(ctx, req.VolumeName)
+	if err != nil {
+		return nil, fmt.Errorf("backup volume %s: %w", req.VolumeName, err)
+	}
+	b, err := s.LoadBackup(ctx, req.VolumeName, req.BackupName)
+	if err != nil {
+		return nil, fmt.Errorf("backup %s of volume %s: %w", req.BackupName, req.VolumeName, err)
+	}
+	if b.InProgress() {
+		return nil, fmt.Errorf("%w: backup %s of volume %s is still in progress", ErrInvalid, b.Name, vol.Name)
+	}
+	bs, err := b.BlockSize()
+	if err != nil {
+		return nil, err
+	}
 	if vol.Size <= 0 || vol.Size%bs != 0 {
-		return fmt.Errorf("%w: backup volume %s: size %d is not a positive multiple of the block size %d", ErrCorrupt, vol.Name, vol.Size, bs)
+		return nil, fmt.Errorf("%w: backup volume %s: size %d is not a positive multiple of the block size %d", ErrCorrupt, vol.Name, vol.Size, bs)
 	}
 	var lastBlocks []BlockMapping
-	if j.req.LastBackupName != "" {
-		last, err := j.s.LoadBackup(ctx, j.req.VolumeName, j.req.LastBackupName)
+	if req.LastBackupName != "" {
+		last, err := s.LoadBackup(ctx, req.VolumeName, req.LastBackupName)
 		if err != nil {
-			return fmt.Errorf("last restored backup %s: %w", j.req.LastBackupName, err)
+			return nil, fmt.Errorf("last restored backup %s: %w", req.LastBackupName, err)
 		}
 		if lbs, err := last.BlockSize(); err != nil || lbs != bs {
-			return fmt.Errorf("%w: backup block size changed from %d to %d since backup %s", ErrInvalid, lbs, bs, last.Name)
+			return nil, fmt.Errorf("%w: backup block size changed from %d to %d since backup %s", ErrInvalid, lbs, bs, last.Name)
 		}
 		lastBlocks = last.Blocks
 	}
 	for _, blk := range b.Blocks {
 		if blk.Offset+bs > vol.Size {
-			return fmt.Errorf("%w: backup %s: block %s at offset %d is past the volume size %d", ErrCorrupt, b.Name, blk.BlockChecksum, blk.Offset, vol.Size)
+			return nil, fmt.Errorf("%w: backup %s: block %s at offset %d is past the volume size %d", ErrCorrupt, b.Name, blk.BlockChecksum, blk.Offset, vol.Size)
 		}
 	}
 	j.vol, j.backup, j.blockSize = vol, b, bs
@@ -165,11 +208,14 @@ func (j *RestoreJob) prepare(ctx context.Context) error {
 		j.method = effectiveMethod(string(vol.CompressionMethod))
 	}
 	j.ops = PlanRestore(lastBlocks, b.Blocks)
-	return nil
+	return j, nil
 }
 
-// Run downloads, decompresses and verifies every planned block and writes
-// it to w, then releases the lock. ConcurrentLimit fetchers download block
+// Run acquires the lock and downloads, decompresses and verifies every
+// planned block and writes it to w, then releases the lock. The blocks move
+// while the lock is awaited, so w must be a destination that a failed
+// restore discards (the sync agent writes a temporary file): Run succeeds
+// only once the lock is held and the backup read again is the one planned. ConcurrentLimit fetchers download block
 // files from the target (restore-concurrent-limit); as many writers decode
 // and verify them and put them into w, so downloading the next blocks
 // overlaps the CPU and disk work of the last ones (buffers and decoders
@@ -178,6 +224,34 @@ func (j *RestoreJob) prepare(ctx context.Context) error {
 // written. progress (may be nil) gets 0-100.
 func (j *RestoreJob) Run(ctx context.Context, w BlockWriter, progress func(int)) error {
 	defer func() { _ = j.lock.Release() }()
+	tctx, stop := context.WithCancel(ctx)
+	defer stop()
+	confirmed := make(chan error, 1)
+	go func() {
+		err := j.confirm(ctx)
+		if err != nil {
+			stop()
+		}
+		confirmed <- err
+	}()
+	err := j.transfer(tctx, w, progress)
+	if cerr := <-confirmed; cerr != nil {
+		if ctx.Err() != nil && err != nil {
+			return err // canceled: ErrCanceled
+		}
+		return cerr // no lock, or the backup changed: the data moved does not count
+	}
+	if err != nil {
+		return err
+	}
+	if progress != nil {
+		progress(100)
+	}
+	return nil
+}
+
+// transfer moves the planned blocks into w.
+func (j *RestoreJob) transfer(ctx context.Context, w BlockWriter, progress func(int)) error {
 	parent := ctx
 	g, ctx := errgroup.WithContext(ctx)
 	n := j.req.ConcurrentLimit
@@ -223,13 +297,7 @@ func (j *RestoreJob) Run(ctx context.Context, w BlockWriter, progress func(int))
 	if cerr := parent.Err(); cerr != nil {
 		return fmt.Errorf("%w: restore of backup %s: %v", ErrCanceled, j.req.BackupName, cerr)
 	}
-	if err != nil {
-		return err
-	}
-	if progress != nil {
-		progress(100)
-	}
-	return nil
+	return err
 }
 
 // fetched is a downloaded block file (raw nil: a block to zero).

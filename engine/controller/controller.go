@@ -99,6 +99,7 @@ type Controller struct {
 	syncLimit             int
 	rebuilds              map[string]*rebuildState
 	purgeCancel           context.CancelFunc // stops watchPurge
+	handedOver            *handOver          // set while a new engine took the volume over
 	wg                    sync.WaitGroup
 }
 
@@ -227,6 +228,9 @@ func (c *Controller) Shutdown() error {
 	}
 	if c.purgeCancel != nil {
 		c.purgeCancel()
+	}
+	if c.handedOver != nil {
+		c.handedOver.stopWatch()
 	}
 	c.mu.Unlock()
 	c.wg.Wait()

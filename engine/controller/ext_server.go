@@ -31,7 +31,8 @@ func (s *ExtServer) ReplicaAdd(ctx context.Context, req *enginerpc.ReplicaAddReq
 		}
 	}
 	err := s.c.AddReplica(ctx, AddRequest{Address: req.GetAddress(), InstanceName: req.GetInstanceName(),
-		FastSync: req.GetFastSync(), FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout())})
+		FastSync: req.GetFastSync(), FileSyncHTTPClientTimeout: int(req.GetFileSyncHttpClientTimeout()),
+		BandwidthLimit: req.GetReplicaRebuildingBandwidthLimit()})
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -43,7 +44,7 @@ func (s *ExtServer) ReplicaRebuildingStatus(context.Context, *emptypb.Empty) (*e
 	out := &enginerpc.ReplicaRebuildingStatusReply{Status: map[string]*enginerpc.ReplicaRebuildStatus{}}
 	for addr, st := range s.c.RebuildStatus() {
 		rs := &enginerpc.ReplicaRebuildStatus{Error: st.Error, IsRebuilding: st.IsRebuilding,
-			Progress: st.Progress, State: st.State, FromReplicaAddressList: st.From}
+			Progress: st.Progress, State: st.State, FromReplicaAddressList: st.From, AppliedRebuildingMbps: st.AppliedMBps}
 		if len(st.From) > 0 {
 			rs.FromReplicaAddress = st.From[0]
 		}
@@ -112,4 +113,37 @@ func (s *ExtServer) SnapshotCloneStatus(ctx context.Context, _ *emptypb.Empty) (
 			SnapshotName: st.GetSnapshotName()}
 	}
 	return out, nil
+}
+
+// VolumeUpgradeHandOver drains this engine and closes its replicas for the
+// new engine of a live upgrade (Controller.HandOver).
+func (s *ExtServer) VolumeUpgradeHandOver(ctx context.Context, req *enginerpc.VolumeUpgradeHandOverRequest) (*enginerpc.VolumeUpgradeHandOverReply, error) {
+	if req.GetEndpoint() == "" {
+		return nil, status.Error(codes.InvalidArgument, "endpoint is required: the frontend endpoint the new engine took over")
+	}
+	s.c.log.WithField("newEngine", req.GetNewEngineAddress()).Info("hand-over requested by a new engine")
+	res, err := s.c.HandOver(ctx, req.GetEndpoint(), req.GetNewReplicaAddresses())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &enginerpc.VolumeUpgradeHandOverReply{Size: res.Size, ReplicaAddresses: res.Replicas, Frontend: res.Frontend,
+		DrainMicroseconds: res.Drain.Microseconds()}, nil
+}
+
+// VolumeUpgradeAbort takes the volume back after a hand-over
+// (Controller.AbortHandOver).
+func (s *ExtServer) VolumeUpgradeAbort(ctx context.Context, _ *emptypb.Empty) (*emptypb.Empty, error) {
+	if err := s.c.AbortHandOver(ctx); err != nil {
+		return nil, toStatus(err)
+	}
+	return &emptypb.Empty{}, nil
+}
+
+// VolumeUpgradeDone ends the old engine's watch after a hand-over
+// (Controller.HandOverDone).
+func (s *ExtServer) VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	if err := s.c.HandOverDone(); err != nil {
+		return nil, toStatus(err)
+	}
+	return &emptypb.Empty{}, nil
 }

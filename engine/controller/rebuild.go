@@ -32,6 +32,7 @@ type rebuildState struct {
 	state    string
 	err      string
 	progress int32
+	limit    int64 // bandwidth limit, MB/s (0 = none)
 	cancel   context.CancelFunc
 }
 
@@ -43,6 +44,9 @@ type AddRequest struct {
 	FastSync bool
 	// FileSyncHTTPClientTimeout is in seconds (0 = the engine's default).
 	FileSyncHTTPClientTimeout int
+	// BandwidthLimit caps what the rebuild writes, in MB/s of 2^20 bytes
+	// (Longhorn's replicaRebuildingBandwidthLimit); 0 = no limit.
+	BandwidthLimit int64
 }
 
 // AddReplica rebuilds a replica into the volume while I/O continues, in
@@ -62,6 +66,9 @@ func (c *Controller) AddReplica(ctx context.Context, req AddRequest) error {
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
+	if req.BandwidthLimit < 0 {
+		return fmt.Errorf("%w: bandwidth limit %d MB/s: want 0 (no limit) or more", ErrInvalid, req.BandwidthLimit)
+	}
 	if len(c.r.list()) == 0 {
 		return c.Start(ctx, []string{addr}, 0, 0, false)
 	}
@@ -78,7 +85,7 @@ func (c *Controller) AddReplica(ctx context.Context, req AddRequest) error {
 		req.FileSyncHTTPClientTimeout = c.opts.FileSyncHTTPClientTimeout
 	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	rb := &rebuildState{addr: addr, state: RebuildInProgress, cancel: cancel}
+	rb := &rebuildState{addr: addr, state: RebuildInProgress, limit: req.BandwidthLimit, cancel: cancel}
 	c.mu.Lock()
 	c.rebuilds[addr] = rb
 	c.mu.Unlock()
@@ -216,7 +223,7 @@ func (c *Controller) rebuild(ctx context.Context, b *backend, rb *rebuildState, 
 	syncReq := &enginerpc.FilesSyncRequest{
 		FromAddress: sources[0], FromAddressMap: fromMap, ToHost: b.rem.host, SyncFileInfoList: files,
 		FastSync: req.FastSync, FileSyncHttpClientTimeout: int32(req.FileSyncHTTPClientTimeout),
-		GrpcTimeoutSeconds: int64(filesSyncTimeout / time.Second)}
+		GrpcTimeoutSeconds: int64(filesSyncTimeout / time.Second), BandwidthLimitBytesPerSecond: req.BandwidthLimit * syncagent.MiB}
 	if err := c.filesSync(ctx, b, rb, syncReq); err != nil {
 		return err
 	}
@@ -308,6 +315,8 @@ type RebuildStatus struct {
 	Progress     int32
 	State        string
 	From         []string
+	// AppliedMBps is the rebuild's bandwidth limit, MB/s (0 = none).
+	AppliedMBps int64
 }
 
 // RebuildStatus reports, by address, the rebuild of every replica that is
@@ -327,7 +336,7 @@ func (c *Controller) RebuildStatus() map[string]RebuildStatus {
 			continue
 		}
 		out[addr] = RebuildStatus{IsRebuilding: rb.state == RebuildInProgress, Error: rb.err,
-			Progress: rb.progress, State: rb.state, From: rb.from}
+			Progress: rb.progress, State: rb.state, From: rb.from, AppliedMBps: rb.limit}
 	}
 	return out
 }

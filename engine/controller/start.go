@@ -35,6 +35,17 @@ func (c *Controller) Start(ctx context.Context, addrs []string, size, currentSiz
 	if len(c.r.list()) > 0 {
 		return nil
 	}
+	c.mu.Lock()
+	handed := c.handedOver != nil
+	c.mu.Unlock()
+	if handed {
+		return fmt.Errorf("%w: the volume was handed over to a new engine (live upgrade)", ErrPrecondition)
+	}
+	return c.start(ctx, addrs, size, currentSize, salvage, c.opts.Frontend)
+}
+
+// start is Start under opMu; fe is the frontend to start ("" = none).
+func (c *Controller) start(ctx context.Context, addrs []string, size, currentSize int64, salvage bool, fe string) error {
 	if len(addrs) == 0 {
 		return fmt.Errorf("%w: no replica addresses", ErrInvalid)
 	}
@@ -86,8 +97,8 @@ func (c *Controller) Start(ctx context.Context, addrs []string, size, currentSiz
 	c.mu.Lock()
 	c.started = true
 	c.mu.Unlock()
-	if c.opts.Frontend != "" {
-		return c.startFrontend(ctx, c.opts.Frontend)
+	if fe != "" {
+		return c.startFrontend(ctx, fe)
 	}
 	return nil
 }

@@ -186,10 +186,14 @@ func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*
 	if req.GetHost() == "" || req.GetPort() <= 0 || req.GetPort() > 65535 {
 		return nil, invalid(fmt.Errorf("host %q port %d: want a host and a port 1-65535", req.GetHost(), req.GetPort()))
 	}
+	if req.GetBandwidthLimitBytesPerSecond() < 0 {
+		return nil, invalid(fmt.Errorf("bandwidth_limit_bytes_per_second %d: want 0 (no limit) or more", req.GetBandwidthLimitBytesPerSecond()))
+	}
 	st, err := SendFile(ctx, p, hostPort(req.GetHost(), int(req.GetPort())), SendOptions{
-		FastSync: req.GetFastSync(),
-		DirectIO: !strings.HasSuffix(req.GetFromFileName(), ".meta"),
-		Timeout:  time.Duration(req.GetFileSyncHttpClientTimeout()) * time.Second,
+		FastSync:       req.GetFastSync(),
+		DirectIO:       !strings.HasSuffix(req.GetFromFileName(), ".meta"),
+		Timeout:        time.Duration(req.GetFileSyncHttpClientTimeout()) * time.Second,
+		BandwidthLimit: req.GetBandwidthLimitBytesPerSecond(),
 	})
 	if err != nil {
 		return nil, status.Errorf(codes.Internal, "send %s: %v", req.GetFromFileName(), err)

@@ -14,6 +14,8 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/emptypb"
 
+	"golang.org/x/time/rate"
+
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
@@ -63,6 +65,9 @@ func (a *Agent) checkFilesSync(req *enginerpc.FilesSyncRequest, sources []string
 	}
 	if req.GetToHost() == "" {
 		return invalid(errors.New("to_host is empty"))
+	}
+	if n := req.GetBandwidthLimitBytesPerSecond(); n < 0 {
+		return invalid(fmt.Errorf("bandwidth_limit_bytes_per_second %d: want 0 (no limit) or more", n))
 	}
 	for _, fi := range req.GetSyncFileInfoList() {
 		if _, err := a.r.FilePath(fi.GetToFileName()); err != nil {
@@ -208,7 +213,8 @@ func (a *Agent) syncRemote(ctx context.Context, sources []string, req *enginerpc
 	for _, i := range todo {
 		queue <- i
 	}
-	q := &fileQueue{queue: queue, pending: len(todo), tries: map[int]int{}}
+	limit := req.GetBandwidthLimitBytesPerSecond()
+	q := &fileQueue{queue: queue, pending: len(todo), tries: map[int]int{}, limit: limit, pace: newPacer(limit)}
 	var wg gosync.WaitGroup
 	for _, src := range sources[:min(len(sources), len(todo))] {
 		wg.Add(1)
@@ -232,6 +238,12 @@ type fileQueue struct {
 	mu      gosync.Mutex
 	pending int
 	tries   map[int]int
+	// limit is the sync's bandwidth limit, bytes per second (0 = none):
+	// each FileSend's sender paces itself to it, and pace, the token
+	// bucket every receiver of the sync shares, holds the sum of the
+	// sources that send at once to it too.
+	limit int64
+	pace  *rate.Limiter
 }
 
 // next returns the next file, waiting while others are being retried;
@@ -281,7 +293,7 @@ func (a *Agent) syncWorker(ctx context.Context, src string, req *enginerpc.Files
 			return ctx.Err()
 		}
 		fi := req.GetSyncFileInfoList()[i]
-		err := a.pullFile(ctx, agent, src, req, fi, func(n int64) { prog.set(i, n, fi.GetActualSize()) })
+		err := a.pullFile(ctx, agent, src, req, fi, q, func(n int64) { prog.set(i, n, fi.GetActualSize()) })
 		if err == nil {
 			prog.set(i, fi.GetActualSize(), fi.GetActualSize())
 			q.finished()
@@ -302,13 +314,15 @@ func (a *Agent) syncWorker(ctx context.Context, src string, req *enginerpc.Files
 	}
 }
 
-// pullFile receives one file: a receiver here, FileSend on the source agent.
+// pullFile receives one file: a receiver here, FileSend on the source
+// agent, both within the sync's bandwidth limit (q.limit, q.pace).
 func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClient, srcAddr string,
-	req *enginerpc.FilesSyncRequest, fi *enginerpc.SyncFileInfo, progress func(int64)) error {
+	req *enginerpc.FilesSyncRequest, fi *enginerpc.SyncFileInfo, q *fileQueue, progress func(int64)) error {
 	recv, err := a.launch(fi.GetToFileName())
 	if err != nil {
 		return err
 	}
+	recv.SetPace(q.pace)
 	defer recv.Close()
 	stopWatch := watchProgress(recv, progress)
 	defer stopWatch()
@@ -321,6 +335,7 @@ func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClie
 	_, err = src.FileSend(cctx, &enginerpc.FileSendRequest{
 		FromFileName: fi.GetFromFileName(), Host: req.GetToHost(), Port: int32(recv.Port()),
 		FastSync: req.GetFastSync(), FileSyncHttpClientTimeout: req.GetFileSyncHttpClientTimeout(),
+		BandwidthLimitBytesPerSecond: q.limit,
 	})
 	if err != nil {
 		return fmt.Errorf("sync %s from %s: %w", fi.GetFromFileName(), srcAddr, err)

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"golang.org/x/time/rate"
 
 	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/sparse"
@@ -47,6 +48,7 @@ type Receiver struct {
 	df      *os.File // O_DIRECT, when the sender asked for directIO and the file system allows it
 	size    int64
 	checked map[int64]int64 // ranges whose checksum was asked, counted once
+	pace    *rate.Limiter   // SetPace
 	active  int
 	idle    *time.Timer
 
@@ -107,6 +109,16 @@ func (r *Receiver) track(h http.Handler) http.Handler {
 		}()
 		h.ServeHTTP(w, req)
 	})
+}
+
+// SetPace makes every later writeData wait for its body's bytes from l, a
+// token bucket the receivers of one rebuild share (nil: no limit), so that
+// the rebuild's writes stay within its bandwidth limit however many
+// sources send at once.
+func (r *Receiver) SetPace(l *rate.Limiter) {
+	r.mu.Lock()
+	r.pace = l
+	r.mu.Unlock()
 }
 
 // Port is the TCP port the receiver listens on.
@@ -309,14 +321,22 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	n := iv.Len()
 	var err error
 	r.mu.Lock()
-	empty := r.empty
+	empty, pace := r.empty, r.pace
 	r.mu.Unlock()
-	if v := req.Header.Get(DataRangesHeader); v != "" && empty {
-		var ranges []sparse.Extent
+	var ranges []sparse.Extent
+	v := req.Header.Get(DataRangesHeader)
+	named := v != "" && empty
+	if named {
 		if ranges, err = parseDataRanges(v, iv.Len()); err != nil {
 			httpErr(w, http.StatusBadRequest, err)
 			return
 		}
+	}
+	if err := waitPace(req.Context(), pace, int(dataBytes(iv, ranges, named))); err != nil {
+		httpErr(w, http.StatusServiceUnavailable, fmt.Errorf("ssync: writeData abandoned while paced: %w", err))
+		return
+	}
+	if named {
 		n, err = writeRanges(f, buf, iv.Begin, ranges)
 		if err == nil && n > 0 {
 			// Start the writeback now rather than at close's fsync, so
@@ -337,6 +357,19 @@ func (r *Receiver) handleWrite(w http.ResponseWriter, req *http.Request) {
 	if !seen {
 		r.processed.Add(n)
 	}
+}
+
+// dataBytes is what a writeData of iv writes: the bytes of its data
+// ranges when it names them (named), else all of iv.
+func dataBytes(iv Interval, ranges []sparse.Extent, named bool) int64 {
+	if !named {
+		return iv.Len()
+	}
+	var n int64
+	for _, e := range ranges {
+		n += e.Length
+	}
+	return n
 }
 
 // writeRanges writes the ranges of buf (offsets relative to buf, which

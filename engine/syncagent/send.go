@@ -17,6 +17,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"golang.org/x/time/rate"
+
 	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
@@ -36,6 +38,12 @@ type SendOptions struct {
 	Workers int
 	// Progress, when set, is called with the data bytes processed so far.
 	Progress func(done int64)
+	// BandwidthLimit caps the data the writeData requests carry at this
+	// many bytes per second over the transfer (a token bucket of one
+	// batch, shared by the workers, taken before each request; the zeroes
+	// a coalesced request carries between its data ranges are not
+	// written and do not count); 0 = no limit.
+	BandwidthLimit int64
 }
 
 // SendStats counts what a transfer did, in bytes.
@@ -235,7 +243,7 @@ func newSender(f *os.File, hostport string, opts SendOptions) *sender {
 		opts.Workers = DefaultWorkers
 	}
 	return &sender{
-		f: f, base: "http://" + hostport + ssyncPrefix, opts: opts,
+		f: f, base: "http://" + hostport + ssyncPrefix, opts: opts, pace: newPacer(opts.BandwidthLimit),
 		client: &http.Client{Timeout: opts.Timeout, Transport: &http.Transport{
 			DialContext:           (&net.Dialer{Timeout: opts.Timeout}).DialContext,
 			ResponseHeaderTimeout: opts.Timeout,
@@ -258,6 +266,8 @@ type sender struct {
 	dataRanges, coalesce bool
 	// crc, when set, hashes every data range read (hashWhileSending).
 	crc *crcPieces
+	// pace, when set, paces the writeData bodies (opts.BandwidthLimit).
+	pace *rate.Limiter
 
 	sent, skipped, holes, done atomic.Int64
 }
@@ -451,6 +461,9 @@ func (s *sender) do(ctx context.Context, j job, existed bool) error {
 			s.progress(j.data)
 			return nil
 		}
+	}
+	if err := waitPace(ctx, s.pace, int(j.data)); err != nil {
+		return err
 	}
 	var hdr http.Header
 	if len(j.exts) > 0 {

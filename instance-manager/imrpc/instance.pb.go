@@ -136,8 +136,13 @@ type InstanceSpec struct {
 	PortArgs            []string               `protobuf:"bytes,5,rep,name=port_args,json=portArgs,proto3" json:"port_args,omitempty"`
 	ProcessInstanceSpec *ProcessInstanceSpec   `protobuf:"bytes,6,opt,name=process_instance_spec,json=processInstanceSpec,proto3" json:"process_instance_spec,omitempty"`
 	DataEngine          DataEngine             `protobuf:"varint,7,opt,name=data_engine,json=dataEngine,proto3,enum=imrpc.DataEngine" json:"data_engine,omitempty"`
-	unknownFields       protoimpl.UnknownFields
-	sizeCache           protoimpl.SizeCache
+	// Not in Longhorn: the process's resource limits, enforced in its own
+	// cgroup below the instance manager's. A create with limits the host
+	// cannot enforce is FailedPrecondition. The response echoes them, so a
+	// manager sees an instance manager that ignored the field.
+	ResourceLimits *ResourceLimits `protobuf:"bytes,8,opt,name=resource_limits,json=resourceLimits,proto3" json:"resource_limits,omitempty"`
+	unknownFields  protoimpl.UnknownFields
+	sizeCache      protoimpl.SizeCache
 }
 
 func (x *InstanceSpec) Reset() {
@@ -219,6 +224,106 @@ func (x *InstanceSpec) GetDataEngine() DataEngine {
 	return DataEngine_DATA_ENGINE_V1
 }
 
+func (x *InstanceSpec) GetResourceLimits() *ResourceLimits {
+	if x != nil {
+		return x.ResourceLimits
+	}
+	return nil
+}
+
+// ResourceLimits of one process; 0 = unlimited.
+type ResourceLimits struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	CpuMillis     int64                  `protobuf:"varint,1,opt,name=cpu_millis,json=cpuMillis,proto3" json:"cpu_millis,omitempty"` // thousandths of a CPU
+	MemoryBytes   int64                  `protobuf:"varint,2,opt,name=memory_bytes,json=memoryBytes,proto3" json:"memory_bytes,omitempty"`
+	ReadBps       int64                  `protobuf:"varint,3,opt,name=read_bps,json=readBps,proto3" json:"read_bps,omitempty"` // bytes/s on the disk of io_path
+	WriteBps      int64                  `protobuf:"varint,4,opt,name=write_bps,json=writeBps,proto3" json:"write_bps,omitempty"`
+	ReadIops      int64                  `protobuf:"varint,5,opt,name=read_iops,json=readIops,proto3" json:"read_iops,omitempty"`
+	WriteIops     int64                  `protobuf:"varint,6,opt,name=write_iops,json=writeIops,proto3" json:"write_iops,omitempty"`
+	IoPath        string                 `protobuf:"bytes,7,opt,name=io_path,json=ioPath,proto3" json:"io_path,omitempty"` // a directory on the throttled disk (the replica's data directory)
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *ResourceLimits) Reset() {
+	*x = ResourceLimits{}
+	mi := &file_instance_proto_msgTypes[2]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *ResourceLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*ResourceLimits) ProtoMessage() {}
+
+func (x *ResourceLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_instance_proto_msgTypes[2]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use ResourceLimits.ProtoReflect.Descriptor instead.
+func (*ResourceLimits) Descriptor() ([]byte, []int) {
+	return file_instance_proto_rawDescGZIP(), []int{2}
+}
+
+func (x *ResourceLimits) GetCpuMillis() int64 {
+	if x != nil {
+		return x.CpuMillis
+	}
+	return 0
+}
+
+func (x *ResourceLimits) GetMemoryBytes() int64 {
+	if x != nil {
+		return x.MemoryBytes
+	}
+	return 0
+}
+
+func (x *ResourceLimits) GetReadBps() int64 {
+	if x != nil {
+		return x.ReadBps
+	}
+	return 0
+}
+
+func (x *ResourceLimits) GetWriteBps() int64 {
+	if x != nil {
+		return x.WriteBps
+	}
+	return 0
+}
+
+func (x *ResourceLimits) GetReadIops() int64 {
+	if x != nil {
+		return x.ReadIops
+	}
+	return 0
+}
+
+func (x *ResourceLimits) GetWriteIops() int64 {
+	if x != nil {
+		return x.WriteIops
+	}
+	return 0
+}
+
+func (x *ResourceLimits) GetIoPath() string {
+	if x != nil {
+		return x.IoPath
+	}
+	return ""
+}
+
 type InstanceStatus struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	State         string                 `protobuf:"bytes,1,opt,name=state,proto3" json:"state,omitempty"` // starting | running | stopping | stopped | error
@@ -233,7 +338,7 @@ type InstanceStatus struct {
 
 func (x *InstanceStatus) Reset() {
 	*x = InstanceStatus{}
-	mi := &file_instance_proto_msgTypes[2]
+	mi := &file_instance_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -245,7 +350,7 @@ func (x *InstanceStatus) String() string {
 func (*InstanceStatus) ProtoMessage() {}
 
 func (x *InstanceStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[2]
+	mi := &file_instance_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -258,7 +363,7 @@ func (x *InstanceStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceStatus.ProtoReflect.Descriptor instead.
 func (*InstanceStatus) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{2}
+	return file_instance_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *InstanceStatus) GetState() string {
@@ -314,7 +419,7 @@ type InstanceResponse struct {
 
 func (x *InstanceResponse) Reset() {
 	*x = InstanceResponse{}
-	mi := &file_instance_proto_msgTypes[3]
+	mi := &file_instance_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -326,7 +431,7 @@ func (x *InstanceResponse) String() string {
 func (*InstanceResponse) ProtoMessage() {}
 
 func (x *InstanceResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[3]
+	mi := &file_instance_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -339,7 +444,7 @@ func (x *InstanceResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceResponse.ProtoReflect.Descriptor instead.
 func (*InstanceResponse) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{3}
+	return file_instance_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *InstanceResponse) GetSpec() *InstanceSpec {
@@ -372,7 +477,7 @@ type InstanceCreateRequest struct {
 
 func (x *InstanceCreateRequest) Reset() {
 	*x = InstanceCreateRequest{}
-	mi := &file_instance_proto_msgTypes[4]
+	mi := &file_instance_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -384,7 +489,7 @@ func (x *InstanceCreateRequest) String() string {
 func (*InstanceCreateRequest) ProtoMessage() {}
 
 func (x *InstanceCreateRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[4]
+	mi := &file_instance_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -397,7 +502,7 @@ func (x *InstanceCreateRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceCreateRequest.ProtoReflect.Descriptor instead.
 func (*InstanceCreateRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{4}
+	return file_instance_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *InstanceCreateRequest) GetSpec() *InstanceSpec {
@@ -419,7 +524,7 @@ type InstanceDeleteRequest struct {
 
 func (x *InstanceDeleteRequest) Reset() {
 	*x = InstanceDeleteRequest{}
-	mi := &file_instance_proto_msgTypes[5]
+	mi := &file_instance_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -431,7 +536,7 @@ func (x *InstanceDeleteRequest) String() string {
 func (*InstanceDeleteRequest) ProtoMessage() {}
 
 func (x *InstanceDeleteRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[5]
+	mi := &file_instance_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -444,7 +549,7 @@ func (x *InstanceDeleteRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceDeleteRequest.ProtoReflect.Descriptor instead.
 func (*InstanceDeleteRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{5}
+	return file_instance_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *InstanceDeleteRequest) GetName() string {
@@ -486,7 +591,7 @@ type InstanceGetRequest struct {
 
 func (x *InstanceGetRequest) Reset() {
 	*x = InstanceGetRequest{}
-	mi := &file_instance_proto_msgTypes[6]
+	mi := &file_instance_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -498,7 +603,7 @@ func (x *InstanceGetRequest) String() string {
 func (*InstanceGetRequest) ProtoMessage() {}
 
 func (x *InstanceGetRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[6]
+	mi := &file_instance_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -511,7 +616,7 @@ func (x *InstanceGetRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceGetRequest.ProtoReflect.Descriptor instead.
 func (*InstanceGetRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{6}
+	return file_instance_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *InstanceGetRequest) GetName() string {
@@ -544,7 +649,7 @@ type InstanceListResponse struct {
 
 func (x *InstanceListResponse) Reset() {
 	*x = InstanceListResponse{}
-	mi := &file_instance_proto_msgTypes[7]
+	mi := &file_instance_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -556,7 +661,7 @@ func (x *InstanceListResponse) String() string {
 func (*InstanceListResponse) ProtoMessage() {}
 
 func (x *InstanceListResponse) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[7]
+	mi := &file_instance_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -569,7 +674,7 @@ func (x *InstanceListResponse) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceListResponse.ProtoReflect.Descriptor instead.
 func (*InstanceListResponse) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{7}
+	return file_instance_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *InstanceListResponse) GetInstances() map[string]*InstanceResponse {
@@ -590,7 +695,7 @@ type InstanceLogRequest struct {
 
 func (x *InstanceLogRequest) Reset() {
 	*x = InstanceLogRequest{}
-	mi := &file_instance_proto_msgTypes[8]
+	mi := &file_instance_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -602,7 +707,7 @@ func (x *InstanceLogRequest) String() string {
 func (*InstanceLogRequest) ProtoMessage() {}
 
 func (x *InstanceLogRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[8]
+	mi := &file_instance_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -615,7 +720,7 @@ func (x *InstanceLogRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceLogRequest.ProtoReflect.Descriptor instead.
 func (*InstanceLogRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{8}
+	return file_instance_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *InstanceLogRequest) GetName() string {
@@ -649,7 +754,7 @@ type InstanceReplaceRequest struct {
 
 func (x *InstanceReplaceRequest) Reset() {
 	*x = InstanceReplaceRequest{}
-	mi := &file_instance_proto_msgTypes[9]
+	mi := &file_instance_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -661,7 +766,7 @@ func (x *InstanceReplaceRequest) String() string {
 func (*InstanceReplaceRequest) ProtoMessage() {}
 
 func (x *InstanceReplaceRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_instance_proto_msgTypes[9]
+	mi := &file_instance_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -674,7 +779,7 @@ func (x *InstanceReplaceRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use InstanceReplaceRequest.ProtoReflect.Descriptor instead.
 func (*InstanceReplaceRequest) Descriptor() ([]byte, []int) {
-	return file_instance_proto_rawDescGZIP(), []int{9}
+	return file_instance_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *InstanceReplaceRequest) GetSpec() *InstanceSpec {
@@ -698,7 +803,7 @@ const file_instance_proto_rawDesc = "" +
 	"\x0einstance.proto\x12\x05imrpc\x1a\vimrpc.proto\"A\n" +
 	"\x13ProcessInstanceSpec\x12\x16\n" +
 	"\x06binary\x18\x01 \x01(\tR\x06binary\x12\x12\n" +
-	"\x04args\x18\x02 \x03(\tR\x04args\"\x97\x02\n" +
+	"\x04args\x18\x02 \x03(\tR\x04args\"\xd7\x02\n" +
 	"\fInstanceSpec\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04type\x18\x02 \x01(\tR\x04type\x12\x1f\n" +
@@ -709,7 +814,18 @@ const file_instance_proto_rawDesc = "" +
 	"\tport_args\x18\x05 \x03(\tR\bportArgs\x12N\n" +
 	"\x15process_instance_spec\x18\x06 \x01(\v2\x1a.imrpc.ProcessInstanceSpecR\x13processInstanceSpec\x122\n" +
 	"\vdata_engine\x18\a \x01(\x0e2\x11.imrpc.DataEngineR\n" +
-	"dataEngine\"\x97\x02\n" +
+	"dataEngine\x12>\n" +
+	"\x0fresource_limits\x18\b \x01(\v2\x15.imrpc.ResourceLimitsR\x0eresourceLimits\"\xdf\x01\n" +
+	"\x0eResourceLimits\x12\x1d\n" +
+	"\n" +
+	"cpu_millis\x18\x01 \x01(\x03R\tcpuMillis\x12!\n" +
+	"\fmemory_bytes\x18\x02 \x01(\x03R\vmemoryBytes\x12\x19\n" +
+	"\bread_bps\x18\x03 \x01(\x03R\areadBps\x12\x1b\n" +
+	"\twrite_bps\x18\x04 \x01(\x03R\bwriteBps\x12\x1b\n" +
+	"\tread_iops\x18\x05 \x01(\x03R\breadIops\x12\x1d\n" +
+	"\n" +
+	"write_iops\x18\x06 \x01(\x03R\twriteIops\x12\x17\n" +
+	"\aio_path\x18\a \x01(\tR\x06ioPath\"\x97\x02\n" +
 	"\x0eInstanceStatus\x12\x14\n" +
 	"\x05state\x18\x01 \x01(\tR\x05state\x12\x1b\n" +
 	"\terror_msg\x18\x02 \x01(\tR\berrorMsg\x12\x1d\n" +
@@ -781,59 +897,61 @@ func file_instance_proto_rawDescGZIP() []byte {
 }
 
 var file_instance_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_instance_proto_msgTypes = make([]protoimpl.MessageInfo, 12)
+var file_instance_proto_msgTypes = make([]protoimpl.MessageInfo, 13)
 var file_instance_proto_goTypes = []any{
 	(DataEngine)(0),                // 0: imrpc.DataEngine
 	(*ProcessInstanceSpec)(nil),    // 1: imrpc.ProcessInstanceSpec
 	(*InstanceSpec)(nil),           // 2: imrpc.InstanceSpec
-	(*InstanceStatus)(nil),         // 3: imrpc.InstanceStatus
-	(*InstanceResponse)(nil),       // 4: imrpc.InstanceResponse
-	(*InstanceCreateRequest)(nil),  // 5: imrpc.InstanceCreateRequest
-	(*InstanceDeleteRequest)(nil),  // 6: imrpc.InstanceDeleteRequest
-	(*InstanceGetRequest)(nil),     // 7: imrpc.InstanceGetRequest
-	(*InstanceListResponse)(nil),   // 8: imrpc.InstanceListResponse
-	(*InstanceLogRequest)(nil),     // 9: imrpc.InstanceLogRequest
-	(*InstanceReplaceRequest)(nil), // 10: imrpc.InstanceReplaceRequest
-	nil,                            // 11: imrpc.InstanceStatus.ConditionsEntry
-	nil,                            // 12: imrpc.InstanceListResponse.InstancesEntry
-	(*Empty)(nil),                  // 13: Empty
-	(*LogResponse)(nil),            // 14: LogResponse
-	(*VersionResponse)(nil),        // 15: VersionResponse
+	(*ResourceLimits)(nil),         // 3: imrpc.ResourceLimits
+	(*InstanceStatus)(nil),         // 4: imrpc.InstanceStatus
+	(*InstanceResponse)(nil),       // 5: imrpc.InstanceResponse
+	(*InstanceCreateRequest)(nil),  // 6: imrpc.InstanceCreateRequest
+	(*InstanceDeleteRequest)(nil),  // 7: imrpc.InstanceDeleteRequest
+	(*InstanceGetRequest)(nil),     // 8: imrpc.InstanceGetRequest
+	(*InstanceListResponse)(nil),   // 9: imrpc.InstanceListResponse
+	(*InstanceLogRequest)(nil),     // 10: imrpc.InstanceLogRequest
+	(*InstanceReplaceRequest)(nil), // 11: imrpc.InstanceReplaceRequest
+	nil,                            // 12: imrpc.InstanceStatus.ConditionsEntry
+	nil,                            // 13: imrpc.InstanceListResponse.InstancesEntry
+	(*Empty)(nil),                  // 14: Empty
+	(*LogResponse)(nil),            // 15: LogResponse
+	(*VersionResponse)(nil),        // 16: VersionResponse
 }
 var file_instance_proto_depIdxs = []int32{
 	1,  // 0: imrpc.InstanceSpec.process_instance_spec:type_name -> imrpc.ProcessInstanceSpec
 	0,  // 1: imrpc.InstanceSpec.data_engine:type_name -> imrpc.DataEngine
-	11, // 2: imrpc.InstanceStatus.conditions:type_name -> imrpc.InstanceStatus.ConditionsEntry
-	2,  // 3: imrpc.InstanceResponse.spec:type_name -> imrpc.InstanceSpec
-	3,  // 4: imrpc.InstanceResponse.status:type_name -> imrpc.InstanceStatus
-	2,  // 5: imrpc.InstanceCreateRequest.spec:type_name -> imrpc.InstanceSpec
-	0,  // 6: imrpc.InstanceDeleteRequest.data_engine:type_name -> imrpc.DataEngine
-	0,  // 7: imrpc.InstanceGetRequest.data_engine:type_name -> imrpc.DataEngine
-	12, // 8: imrpc.InstanceListResponse.instances:type_name -> imrpc.InstanceListResponse.InstancesEntry
-	0,  // 9: imrpc.InstanceLogRequest.data_engine:type_name -> imrpc.DataEngine
-	2,  // 10: imrpc.InstanceReplaceRequest.spec:type_name -> imrpc.InstanceSpec
-	4,  // 11: imrpc.InstanceListResponse.InstancesEntry.value:type_name -> imrpc.InstanceResponse
-	5,  // 12: imrpc.InstanceService.InstanceCreate:input_type -> imrpc.InstanceCreateRequest
-	6,  // 13: imrpc.InstanceService.InstanceDelete:input_type -> imrpc.InstanceDeleteRequest
-	7,  // 14: imrpc.InstanceService.InstanceGet:input_type -> imrpc.InstanceGetRequest
-	13, // 15: imrpc.InstanceService.InstanceList:input_type -> Empty
-	9,  // 16: imrpc.InstanceService.InstanceLog:input_type -> imrpc.InstanceLogRequest
-	13, // 17: imrpc.InstanceService.InstanceWatch:input_type -> Empty
-	10, // 18: imrpc.InstanceService.InstanceReplace:input_type -> imrpc.InstanceReplaceRequest
-	13, // 19: imrpc.InstanceService.VersionGet:input_type -> Empty
-	4,  // 20: imrpc.InstanceService.InstanceCreate:output_type -> imrpc.InstanceResponse
-	4,  // 21: imrpc.InstanceService.InstanceDelete:output_type -> imrpc.InstanceResponse
-	4,  // 22: imrpc.InstanceService.InstanceGet:output_type -> imrpc.InstanceResponse
-	8,  // 23: imrpc.InstanceService.InstanceList:output_type -> imrpc.InstanceListResponse
-	14, // 24: imrpc.InstanceService.InstanceLog:output_type -> LogResponse
-	4,  // 25: imrpc.InstanceService.InstanceWatch:output_type -> imrpc.InstanceResponse
-	4,  // 26: imrpc.InstanceService.InstanceReplace:output_type -> imrpc.InstanceResponse
-	15, // 27: imrpc.InstanceService.VersionGet:output_type -> VersionResponse
-	20, // [20:28] is the sub-list for method output_type
-	12, // [12:20] is the sub-list for method input_type
-	12, // [12:12] is the sub-list for extension type_name
-	12, // [12:12] is the sub-list for extension extendee
-	0,  // [0:12] is the sub-list for field type_name
+	3,  // 2: imrpc.InstanceSpec.resource_limits:type_name -> imrpc.ResourceLimits
+	12, // 3: imrpc.InstanceStatus.conditions:type_name -> imrpc.InstanceStatus.ConditionsEntry
+	2,  // 4: imrpc.InstanceResponse.spec:type_name -> imrpc.InstanceSpec
+	4,  // 5: imrpc.InstanceResponse.status:type_name -> imrpc.InstanceStatus
+	2,  // 6: imrpc.InstanceCreateRequest.spec:type_name -> imrpc.InstanceSpec
+	0,  // 7: imrpc.InstanceDeleteRequest.data_engine:type_name -> imrpc.DataEngine
+	0,  // 8: imrpc.InstanceGetRequest.data_engine:type_name -> imrpc.DataEngine
+	13, // 9: imrpc.InstanceListResponse.instances:type_name -> imrpc.InstanceListResponse.InstancesEntry
+	0,  // 10: imrpc.InstanceLogRequest.data_engine:type_name -> imrpc.DataEngine
+	2,  // 11: imrpc.InstanceReplaceRequest.spec:type_name -> imrpc.InstanceSpec
+	5,  // 12: imrpc.InstanceListResponse.InstancesEntry.value:type_name -> imrpc.InstanceResponse
+	6,  // 13: imrpc.InstanceService.InstanceCreate:input_type -> imrpc.InstanceCreateRequest
+	7,  // 14: imrpc.InstanceService.InstanceDelete:input_type -> imrpc.InstanceDeleteRequest
+	8,  // 15: imrpc.InstanceService.InstanceGet:input_type -> imrpc.InstanceGetRequest
+	14, // 16: imrpc.InstanceService.InstanceList:input_type -> Empty
+	10, // 17: imrpc.InstanceService.InstanceLog:input_type -> imrpc.InstanceLogRequest
+	14, // 18: imrpc.InstanceService.InstanceWatch:input_type -> Empty
+	11, // 19: imrpc.InstanceService.InstanceReplace:input_type -> imrpc.InstanceReplaceRequest
+	14, // 20: imrpc.InstanceService.VersionGet:input_type -> Empty
+	5,  // 21: imrpc.InstanceService.InstanceCreate:output_type -> imrpc.InstanceResponse
+	5,  // 22: imrpc.InstanceService.InstanceDelete:output_type -> imrpc.InstanceResponse
+	5,  // 23: imrpc.InstanceService.InstanceGet:output_type -> imrpc.InstanceResponse
+	9,  // 24: imrpc.InstanceService.InstanceList:output_type -> imrpc.InstanceListResponse
+	15, // 25: imrpc.InstanceService.InstanceLog:output_type -> LogResponse
+	5,  // 26: imrpc.InstanceService.InstanceWatch:output_type -> imrpc.InstanceResponse
+	5,  // 27: imrpc.InstanceService.InstanceReplace:output_type -> imrpc.InstanceResponse
+	16, // 28: imrpc.InstanceService.VersionGet:output_type -> VersionResponse
+	21, // [21:29] is the sub-list for method output_type
+	13, // [13:21] is the sub-list for method input_type
+	13, // [13:13] is the sub-list for extension type_name
+	13, // [13:13] is the sub-list for extension extendee
+	0,  // [0:13] is the sub-list for field type_name
 }
 
 func init() { file_instance_proto_init() }
@@ -848,7 +966,7 @@ func file_instance_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_instance_proto_rawDesc), len(file_instance_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   12,
+			NumMessages:   13,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -2707,18 +2707,19 @@ func (x *EngineBackupRemoveRequest) GetBackupUrl() string {
 }
 
 type EngineReplicaAddRequest struct {
-	state                     protoimpl.MessageState `protogen:"open.v1"`
-	ProxyEngineRequest        *ProxyEngineRequest    `protobuf:"bytes,1,opt,name=proxy_engine_request,json=proxyEngineRequest,proto3" json:"proxy_engine_request,omitempty"`
-	ReplicaAddress            string                 `protobuf:"bytes,2,opt,name=replica_address,json=replicaAddress,proto3" json:"replica_address,omitempty"` // "tcp://HOST:P"
-	ReplicaName               string                 `protobuf:"bytes,3,opt,name=replica_name,json=replicaName,proto3" json:"replica_name,omitempty"`
-	Restore                   bool                   `protobuf:"varint,4,opt,name=restore,proto3" json:"restore,omitempty"`
-	Size                      int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
-	CurrentSize               int64                  `protobuf:"varint,6,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
-	FastSync                  bool                   `protobuf:"varint,7,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`
-	FileSyncHttpClientTimeout int32                  `protobuf:"varint,8,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
-	ConcurrentSyncLimit       int32                  `protobuf:"varint,9,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	state                           protoimpl.MessageState `protogen:"open.v1"`
+	ProxyEngineRequest              *ProxyEngineRequest    `protobuf:"bytes,1,opt,name=proxy_engine_request,json=proxyEngineRequest,proto3" json:"proxy_engine_request,omitempty"`
+	ReplicaAddress                  string                 `protobuf:"bytes,2,opt,name=replica_address,json=replicaAddress,proto3" json:"replica_address,omitempty"` // "tcp://HOST:P"
+	ReplicaName                     string                 `protobuf:"bytes,3,opt,name=replica_name,json=replicaName,proto3" json:"replica_name,omitempty"`
+	Restore                         bool                   `protobuf:"varint,4,opt,name=restore,proto3" json:"restore,omitempty"`
+	Size                            int64                  `protobuf:"varint,5,opt,name=size,proto3" json:"size,omitempty"`
+	CurrentSize                     int64                  `protobuf:"varint,6,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
+	FastSync                        bool                   `protobuf:"varint,7,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`
+	FileSyncHttpClientTimeout       int32                  `protobuf:"varint,8,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
+	ConcurrentSyncLimit             int32                  `protobuf:"varint,9,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`
+	ReplicaRebuildingBandwidthLimit int64                  `protobuf:"varint,10,opt,name=replica_rebuilding_bandwidth_limit,json=replicaRebuildingBandwidthLimit,proto3" json:"replica_rebuilding_bandwidth_limit,omitempty"` // MB/s (2^20 bytes), 0 = no limit
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *EngineReplicaAddRequest) Reset() {
@@ -2810,6 +2811,13 @@ func (x *EngineReplicaAddRequest) GetFileSyncHttpClientTimeout() int32 {
 func (x *EngineReplicaAddRequest) GetConcurrentSyncLimit() int32 {
 	if x != nil {
 		return x.ConcurrentSyncLimit
+	}
+	return 0
+}
+
+func (x *EngineReplicaAddRequest) GetReplicaRebuildingBandwidthLimit() int64 {
+	if x != nil {
+		return x.ReplicaRebuildingBandwidthLimit
 	}
 	return 0
 }
@@ -2926,6 +2934,7 @@ type EngineReplicaRebuildStatus struct {
 	State                  string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`
 	FromReplicaAddress     string                 `protobuf:"bytes,5,opt,name=from_replica_address,json=fromReplicaAddress,proto3" json:"from_replica_address,omitempty"`
 	FromReplicaAddressList []string               `protobuf:"bytes,6,rep,name=from_replica_address_list,json=fromReplicaAddressList,proto3" json:"from_replica_address_list,omitempty"`
+	AppliedRebuildingMbps  int64                  `protobuf:"varint,7,opt,name=applied_rebuilding_mbps,json=appliedRebuildingMbps,proto3" json:"applied_rebuilding_mbps,omitempty"` // the bandwidth limit of the rebuild, MB/s, 0 = none
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
@@ -3000,6 +3009,13 @@ func (x *EngineReplicaRebuildStatus) GetFromReplicaAddressList() []string {
 		return x.FromReplicaAddressList
 	}
 	return nil
+}
+
+func (x *EngineReplicaRebuildStatus) GetAppliedRebuildingMbps() int64 {
+	if x != nil {
+		return x.AppliedRebuildingMbps
+	}
+	return 0
 }
 
 type EngineReplicaRebuildStatusProxyResponse struct {
@@ -3450,7 +3466,7 @@ const file_proxy_proto_rawDesc = "" +
 	"\x19EngineBackupRemoveRequest\x12+\n" +
 	"\x06target\x18\x01 \x01(\v2\x13.imrpc.BackupTargetR\x06target\x12\x1d\n" +
 	"\n" +
-	"backup_url\x18\x02 \x01(\tR\tbackupUrl\"\x96\x03\n" +
+	"backup_url\x18\x02 \x01(\tR\tbackupUrl\"\xe3\x03\n" +
 	"\x17EngineReplicaAddRequest\x12K\n" +
 	"\x14proxy_engine_request\x18\x01 \x01(\v2\x19.imrpc.ProxyEngineRequestR\x12proxyEngineRequest\x12'\n" +
 	"\x0freplica_address\x18\x02 \x01(\tR\x0ereplicaAddress\x12!\n" +
@@ -3460,20 +3476,23 @@ const file_proxy_proto_rawDesc = "" +
 	"\fcurrent_size\x18\x06 \x01(\x03R\vcurrentSize\x12\x1b\n" +
 	"\tfast_sync\x18\a \x01(\bR\bfastSync\x12@\n" +
 	"\x1dfile_sync_http_client_timeout\x18\b \x01(\x05R\x19fileSyncHttpClientTimeout\x122\n" +
-	"\x15concurrent_sync_limit\x18\t \x01(\x05R\x13concurrentSyncLimit\"v\n" +
+	"\x15concurrent_sync_limit\x18\t \x01(\x05R\x13concurrentSyncLimit\x12K\n" +
+	"\"replica_rebuilding_bandwidth_limit\x18\n" +
+	" \x01(\x03R\x1freplicaRebuildingBandwidthLimit\"v\n" +
 	"\rEngineReplica\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\rinstance_name\x18\x02 \x01(\tR\finstanceName\x12&\n" +
 	"\x04mode\x18\x03 \x01(\x0e2\x12.imrpc.ReplicaModeR\x04mode\"Y\n" +
 	"\x1eEngineReplicaListProxyResponse\x127\n" +
-	"\freplica_list\x18\x01 \x03(\v2\x14.imrpc.EngineReplicaR\vreplicaList\"\xf6\x01\n" +
+	"\freplica_list\x18\x01 \x03(\v2\x14.imrpc.EngineReplicaR\vreplicaList\"\xae\x02\n" +
 	"\x1aEngineReplicaRebuildStatus\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12#\n" +
 	"\ris_rebuilding\x18\x02 \x01(\bR\fisRebuilding\x12\x1a\n" +
 	"\bprogress\x18\x03 \x01(\x05R\bprogress\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x120\n" +
 	"\x14from_replica_address\x18\x05 \x01(\tR\x12fromReplicaAddress\x129\n" +
-	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\"\xdb\x01\n" +
+	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\x126\n" +
+	"\x17applied_rebuilding_mbps\x18\a \x01(\x03R\x15appliedRebuildingMbps\"\xdb\x01\n" +
 	"'EngineReplicaRebuildStatusProxyResponse\x12R\n" +
 	"\x06status\x18\x01 \x03(\v2:.imrpc.EngineReplicaRebuildStatusProxyResponse.StatusEntryR\x06status\x1a\\\n" +
 	"\vStatusEntry\x12\x10\n" +

@@ -23,6 +23,7 @@ import (
 
 	"github.com/sirupsen/logrus"
 
+	"github.com/longhorn-go/longhorn/instance-manager/cgroup"
 	"github.com/longhorn-go/longhorn/instance-manager/logfile"
 )
 
@@ -58,6 +59,12 @@ type Config struct {
 	// blockdev frontend's device of a dead engine) is gone before anyone
 	// sees the process stopped. It must not call the Manager.
 	OnExit func(Info)
+	// Cgroups, when set, gives every process its own control group below
+	// the instance manager's, with the Spec's Limits. Without it a Spec with
+	// limits is refused (ErrFailedPrecondition, CgroupsUnavailable as the reason).
+	Cgroups *cgroup.Manager
+	// CgroupsUnavailable says why Cgroups is nil (for the refusal message).
+	CgroupsUnavailable string
 }
 
 func (c *Config) setDefaults() error {
@@ -129,6 +136,7 @@ type proc struct {
 	pid       int
 	run       Running
 	log       *logfile.Writer
+	cgroup    *cgroup.Group // nil without Config.Cgroups
 
 	ready  chan struct{} // closed when running
 	exited chan struct{} // closed when the OS process exited
@@ -221,13 +229,27 @@ func (m *Manager) startLocked(spec Spec, meta Meta) (*proc, error) {
 		_ = m.ports.Release(start, end)
 		return nil, fmt.Errorf("process %q: log: %w", spec.Name, err)
 	}
+	uuid := newUUID()
+	grp, err := m.isolate(spec, uuid)
+	if err != nil {
+		fmt.Fprintf(log, "=== start refused: %v\n", err)
+		_ = log.Close()
+		_ = m.ports.Release(start, end)
+		return nil, err
+	}
 	args := BuildArgs(spec, start)
 	fmt.Fprintf(log, "=== %s instance manager: starting %s %q (ports %d-%d)\n", time.Now().UTC().Format(time.RFC3339), spec.Binary, args, start, end)
 	run, err := m.cfg.Executor.Start(Command{Binary: spec.Binary, Args: args, Output: log})
+	if err == nil && grp != nil {
+		err = m.joinCgroup(run, grp, log)
+	}
 	if err != nil {
 		fmt.Fprintf(log, "=== start failed: %v\n", err)
 		_ = log.Close()
 		_ = m.ports.Release(start, end)
+		if grp != nil {
+			_ = grp.Remove()
+		}
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.ENOEXEC) {
 			return nil, invalid("binary %q cannot be run: %v", spec.Binary, err)
 		}
@@ -235,7 +257,7 @@ func (m *Manager) startLocked(spec Spec, meta Meta) (*proc, error) {
 	}
 	p := &proc{
 		spec: spec, meta: meta, state: StateStarting,
-		portStart: start, portEnd: end, uuid: newUUID(), pid: run.PID(), run: run, log: log,
+		portStart: start, portEnd: end, uuid: uuid, pid: run.PID(), run: run, log: log, cgroup: grp,
 		ready: make(chan struct{}), exited: make(chan struct{}), done: make(chan struct{}),
 	}
 	m.live.Add(1)
@@ -247,6 +269,11 @@ func (m *Manager) startLocked(spec Spec, meta Meta) (*proc, error) {
 // wait reaps the OS process and applies EventExit.
 func (m *Manager) wait(p *proc) {
 	err := p.run.Wait()
+	if p.cgroup != nil {
+		if rerr := p.cgroup.Remove(); rerr != nil {
+			m.cfg.Logger.WithError(rerr).WithField("process", p.spec.Name).Warn("removing the process's cgroup")
+		}
+	}
 	if m.cfg.OnExit != nil {
 		m.cfg.OnExit(Info{Spec: cloneSpec(p.spec), Meta: p.meta})
 	}

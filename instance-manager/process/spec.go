@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/longhorn-go/longhorn/instance-manager/cgroup"
 )
 
 // Errors of the Manager. The gRPC layer maps them to status codes; wrap with %w.
@@ -50,6 +52,9 @@ type Spec struct {
 	// Args (Longhorn's rule): "--listen,127.0.0.1:" gives "--listen 127.0.0.1:P".
 	// At most PortCount entries.
 	PortArgs []string
+	// Limits are the process's resource limits (its control group's), all
+	// zero for none.
+	Limits cgroup.Limits
 }
 
 // Meta is what the instance service records with a process. The process
@@ -133,6 +138,9 @@ func ValidateSpec(s Spec, maxPorts int32) error {
 			return invalid("port_args[%d] is empty", i)
 		}
 	}
+	if err := s.Limits.Validate(); err != nil {
+		return invalid("resource_limits: %v", err)
+	}
 	return nil
 }
 
@@ -185,7 +193,7 @@ func ReadyAddresses(s Spec, portStart int32) []string {
 // sameRequest reports whether a create of (s, m) repeats an earlier one.
 func sameRequest(a Spec, am Meta, b Spec, bm Meta) bool {
 	return a.Name == b.Name && a.Binary == b.Binary && a.PortCount == b.PortCount &&
-		slices.Equal(a.Args, b.Args) && slices.Equal(a.PortArgs, b.PortArgs) && am == bm
+		slices.Equal(a.Args, b.Args) && slices.Equal(a.PortArgs, b.PortArgs) && a.Limits == b.Limits && am == bm
 }
 
 func cloneSpec(s Spec) Spec {

@@ -30,6 +30,7 @@ func instanceResponse(i process.Info) *imrpc.InstanceResponse {
 			PortCount: i.Spec.PortCount, PortArgs: i.Spec.PortArgs,
 			ProcessInstanceSpec: &imrpc.ProcessInstanceSpec{Binary: i.Spec.Binary, Args: i.Spec.Args},
 			DataEngine:          imrpc.DataEngine_DATA_ENGINE_V1,
+			ResourceLimits:      imrpc.LimitsToRPC(i.Spec.Limits),
 		},
 		Status: &imrpc.InstanceStatus{
 			State: string(i.Status.State), ErrorMsg: i.Status.ErrorMsg,

@@ -56,7 +56,8 @@ func (s *instanceServer) validateInstanceSpec(spec *imrpc.InstanceSpec) (process
 	if binary == "" {
 		binary = s.defaultBinary
 	}
-	ps := process.Spec{Name: spec.GetName(), Binary: binary, Args: pis.GetArgs(), PortCount: spec.GetPortCount(), PortArgs: spec.GetPortArgs()}
+	ps := process.Spec{Name: spec.GetName(), Binary: binary, Args: pis.GetArgs(), PortCount: spec.GetPortCount(), PortArgs: spec.GetPortArgs(),
+		Limits: imrpc.LimitsFromRPC(spec.GetResourceLimits())}
 	return ps, process.Meta{Type: spec.GetType(), VolumeName: spec.GetVolumeName()}, nil
 }
 

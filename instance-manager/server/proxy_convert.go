@@ -67,6 +67,7 @@ func rebuildStatusFromEngine(r *enginerpc.ReplicaRebuildingStatusReply) map[stri
 		out[addr] = &imrpc.EngineReplicaRebuildStatus{
 			Error: s.GetError(), IsRebuilding: s.GetIsRebuilding(), Progress: s.GetProgress(), State: s.GetState(),
 			FromReplicaAddress: s.GetFromReplicaAddress(), FromReplicaAddressList: s.GetFromReplicaAddressList(),
+			AppliedRebuildingMbps: s.GetAppliedRebuildingMbps(),
 		}
 	}
 	return out

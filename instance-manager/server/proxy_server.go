@@ -215,6 +215,7 @@ func (s *proxyServer) ReplicaAdd(ctx context.Context, req *imrpc.EngineReplicaAd
 		Address: req.GetReplicaAddress(), InstanceName: req.GetReplicaName(), Restore: req.GetRestore(),
 		FastSync: req.GetFastSync(), FileSyncHttpClientTimeout: req.GetFileSyncHttpClientTimeout(),
 		ConcurrentSyncLimit: req.GetConcurrentSyncLimit(), Size: req.GetSize(), CurrentSize: req.GetCurrentSize(),
+		ReplicaRebuildingBandwidthLimit: req.GetReplicaRebuildingBandwidthLimit(),
 	}
 	return forward(ctx, s, req.GetProxyEngineRequest(), engineClient.ReplicaAdd, in, empty)
 }

@@ -11,11 +11,13 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/longhorn-go/longhorn/engine/backupstore"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
@@ -150,6 +152,15 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	start = time.Now()
 	c.waitEngineRestored(t, "bak-dr", "bak-backup-2")
 	t.Logf("MEASURE standby volume restored the next backup %v after it completed", time.Since(start).Round(time.Millisecond))
+	// one of the standby volume's replicas fails and is rebuilt: the volume
+	// keeps following the backups, and the rebuilt replica holds them too
+	drReplicas := c.replicasOf("bak-dr")
+	if len(drReplicas) == 0 {
+		t.Fatal("standby volume bak-dr has no replicas")
+	}
+	start = time.Now()
+	c.rebuildOn(t, "bak-dr", drReplicas[0].Spec.NodeID, false)
+	t.Logf("MEASURE standby volume's replica on %s rebuilt in %v", drReplicas[0].Spec.NodeID, time.Since(start).Round(time.Millisecond))
 	// and the one after: the standby volume follows three backups incrementally
 	qemuIO(t, ep, "write -P 0x55 40M 2M")
 	b3 := c.backupOf(t, src, "bak-snap-3", "bak-backup-3")
@@ -162,6 +173,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	c.waitRestored(t, "bak-dr", 2*time.Minute)
 	c.attach("bak-dr", "n3")
 	c.waitState("bak-dr", longhorn.VolumeStateAttached, longhorn.VolumeRobustnessHealthy, 120*time.Second)
+	c.killSurvivor(t, "bak-dr", drReplicas)
 	dep := c.hostEndpoint("n3", c.engineOf("bak-dr").Status.Endpoint)
 	qemuIO(t, dep, "read -P 0x11 0 6M", "read -P 0 6M 2M", "read -P 0x44 8M 2M", "read -P 0x22 30M 2M", "read -P 0x55 40M 2M", "read -P 0x33 62M 2M")
 	t.Run("recurring jobs", func(t *testing.T) { testRecurringJobs(t, c, src) })
@@ -173,6 +185,28 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
+}
+
+// killSurvivor kills the process of the standby volume's replica that was
+// not rebuilt (before[1]; before[0] was) and waits until the volume is
+// degraded, so that the reads that follow come from the rebuilt replica.
+func (c *cluster) killSurvivor(t *testing.T, vol string, before []longhorn.Replica) {
+	t.Helper()
+	if len(before) < 2 {
+		t.Fatalf("volume %s had %d replicas, want 2", vol, len(before))
+	}
+	var dir string
+	for _, r := range c.replicasOf(vol) {
+		if r.UID == before[1].UID {
+			dir = r.Spec.DataDirectoryName
+		}
+	}
+	ps := c.pids("engine replica", dir)
+	if dir == "" || len(ps) != 1 {
+		t.Fatalf("replica %s of %s that was not rebuilt: dir %q processes %v", before[1].Name, vol, dir, ps)
+	}
+	c.must(syscall.Kill(ps[0], syscall.SIGKILL))
+	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessDegraded, 60*time.Second)
 }
 
 // checkIncremental checks a backup taken after one new 2 MiB block was
@@ -438,24 +472,43 @@ func testDeleteBackupBlocks(t *testing.T, c *cluster, store, vol string) {
 
 // testTargetChanged points the BackupTarget at another (empty, available)
 // store while a backup of vol runs: the Backup fails with a message naming
-// both targets instead of staying InProgress (the engine wrote it to the old
-// target, which the manager no longer follows); the target then goes back.
+// both targets instead of staying InProgress or completing (the engine wrote
+// it to the old target, which the manager no longer follows); the target
+// then goes back. The test holds the backup itself, deterministically: it
+// puts an acquired backup lock of another writer (Longhorn's lock file, as a
+// second cluster backing up the same volume would) into the old store, so
+// the engine's backup waits in its lock; the target changes while it waits,
+// then the test releases its lock and the backup runs to the old target.
 func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
 	const name = "bak-backup-switch"
+	root := filepath.Join(c.dir, "backupstore")
+	locks := filepath.Join(root, filepath.FromSlash(backupstore.LocksPath(vol)))
+	c.must(os.MkdirAll(locks, 0o755))
+	held := filepath.Join(locks, "lock-00000000000000aa.lck")
+	c.must(os.WriteFile(held, []byte(`{"Name":"lock-00000000000000aa","Type":1,"Acquired":true,"Operation":"backup"}`), 0o644))
+	defer os.Remove(held)
 	_, err := c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
 		Spec:       longhorn.BackupSpec{SnapshotName: "bak-snap-3"}}, metav1.CreateOptions{})
 	c.must(err)
-	c.eventually("backup "+name+" in progress", 60*time.Second, func() (bool, string) {
-		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
+	c.eventually("backup "+name+" waits for its lock behind the test's", 60*time.Second, func() (bool, string) {
+		entries, err := os.ReadDir(locks)
 		if err != nil {
 			return false, err.Error()
 		}
-		return b.Status.State == longhorn.BackupStateInProgress, string(b.Status.State)
+		var names []string
+		for _, e := range entries {
+			names = append(names, e.Name())
+		}
+		return len(names) >= 2, fmt.Sprintf("locks %v", names)
 	})
+	if b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{}); err != nil || b.Status.State == longhorn.BackupStateCompleted || b.Status.State == longhorn.BackupStateError {
+		t.Fatalf("backup %s ended while its lock was held: %v %+v", name, err, b.Status)
+	}
 	other := "vfs://" + filepath.Join(c.dir, "backupstore-other")
 	c.must(os.MkdirAll(filepath.Join(c.dir, "backupstore-other"), 0o755))
 	c.setTarget(t, other, true)
+	c.must(os.Remove(held))
 	start := time.Now()
 	c.eventually("backup "+name+" fails naming the target change", 60*time.Second, func() (bool, string) {
 		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
@@ -468,7 +521,10 @@ func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
 		return b.Status.State == longhorn.BackupStateError && strings.Contains(b.Status.Error, "changed from "+good+" to "+other),
 			fmt.Sprintf("%s %q", b.Status.State, b.Status.Error)
 	})
-	t.Logf("MEASURE backup ended %v after the target changed", time.Since(start).Round(time.Millisecond))
+	t.Logf("MEASURE backup ended %v after the test released its lock (the target changed while the backup waited)", time.Since(start).Round(time.Millisecond))
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(backupstore.BackupConfigPath(vol, name)))); err != nil {
+		t.Fatalf("backup %s is not in the old target, where the engine wrote it: %v", name, err)
+	}
 	c.setTarget(t, good, true)
 	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, name, metav1.DeleteOptions{}))
 	c.eventually("backup "+name+" deleted", 60*time.Second, func() (bool, string) {

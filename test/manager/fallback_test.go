@@ -274,24 +274,34 @@ func (c *cluster) expand(t *testing.T, vol string, size int64) {
 
 // rebuildOnN3 kills vol's replica process on n3 and waits until a new one
 // there is rebuilt into the engine (RW) and the volume is healthy.
-func (c *cluster) rebuildOnN3(t *testing.T, vol string) {
+func (c *cluster) rebuildOnN3(t *testing.T, vol string) { c.rebuildOn(t, vol, "n3", true) }
+
+// rebuildOn kills vol's replica process on node and waits until a new one
+// (on that node when sameNode) is rebuilt into the engine (RW) and the
+// volume is healthy.
+func (c *cluster) rebuildOn(t *testing.T, vol, node string, sameNode bool) {
 	t.Helper()
 	var victim types.UID
 	var dir string
+	want, old := 0, map[int]bool{}
 	for _, r := range c.replicasOf(vol) {
-		if r.Spec.NodeID == "n3" {
+		want++
+		for _, p := range c.pids("engine replica", r.Spec.DataDirectoryName) {
+			old[p] = true
+		}
+		if r.Spec.NodeID == node {
 			victim, dir = r.UID, r.Spec.DataDirectoryName
 		}
 	}
 	ps := c.pids("engine replica", dir)
 	if victim == "" || len(ps) != 1 {
-		t.Fatalf("replica on n3: %q processes %v", victim, ps)
+		t.Fatalf("replica on %s: %q processes %v", node, victim, ps)
 	}
 	if err := syscall.Kill(ps[0], syscall.SIGKILL); err != nil {
 		t.Fatal(err)
 	}
 	c.waitState(vol, longhorn.VolumeStateAttached, longhorn.VolumeRobustnessDegraded, 60*time.Second)
-	c.eventually("replica on n3 rebuilt, volume healthy", 180*time.Second, func() (bool, string) {
+	c.eventually("replica on "+node+" rebuilt, volume healthy", 180*time.Second, func() (bool, string) {
 		v, e := c.volume(vol), c.engineOf(vol)
 		if v == nil || e == nil {
 			return false, "no volume or engine"
@@ -299,11 +309,11 @@ func (c *cluster) rebuildOnN3(t *testing.T, vol string) {
 		rebuilt := false
 		for _, r := range c.replicasOf(vol) {
 			p := c.pids("engine replica", r.Spec.DataDirectoryName)
-			if r.Spec.NodeID == "n3" && len(p) == 1 && p[0] != ps[0] && e.Status.ReplicaModeMap[r.Name] == longhorn.ReplicaModeRW {
+			if (r.Spec.NodeID == node || !sameNode) && len(p) == 1 && !old[p[0]] && e.Status.ReplicaModeMap[r.Name] == longhorn.ReplicaModeRW {
 				rebuilt = true
 			}
 		}
-		return v.Status.Robustness == longhorn.VolumeRobustnessHealthy && rebuilt && len(e.Status.ReplicaModeMap) == 3,
+		return v.Status.Robustness == longhorn.VolumeRobustnessHealthy && rebuilt && len(e.Status.ReplicaModeMap) == want,
 			fmt.Sprintf("robustness=%s modes=%v", v.Status.Robustness, e.Status.ReplicaModeMap)
 	})
 }

@@ -21,7 +21,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -52,6 +51,8 @@ const (
 	// shutdownGrace is how long Shutdown waits for requests in flight before
 	// it closes connections under them.
 	shutdownGrace = 30 * time.Second
+	// timeoutDialStale bounds the probe of an existing socket file.
+	timeoutDialStale = time.Second
 )
 
 // Frontend state strings, as Longhorn reports them.
@@ -127,6 +128,7 @@ type Server struct {
 	backend  frontend.Backend
 	flusher  *flusher
 	ln       net.Listener
+	pre      *TakeOver // a socket taken over from an old engine, used by the next Startup
 	endpoint string
 	conns    map[*conn]struct{}
 	connWG   sync.WaitGroup
@@ -186,8 +188,10 @@ func (s *Server) Startup(ctx context.Context, name string, size int64, backend f
 	if err != nil {
 		return err
 	}
-	ln, err := listen(ctx, network, addr)
-	if err != nil {
+	var ln net.Listener
+	if s.pre != nil && network == "unix" && s.pre.path == addr {
+		ln, s.pre = s.pre.ln, nil
+	} else if ln, err = listen(ctx, network, addr); err != nil {
 		return err
 	}
 	s.size.Store(uint64(size))
@@ -213,23 +217,10 @@ func (s *Server) listenAddr(name string) (string, string, error) {
 	return ParseListen(s.cfg.Listen)
 }
 
-// listen opens the listener; for unix sockets it creates the directory and
-// removes a stale socket left by a previous process.
+// listen opens the listener; for unix sockets see listenUnix.
 func listen(ctx context.Context, network, addr string) (net.Listener, error) {
 	if network == "unix" {
-		if err := os.MkdirAll(filepath.Dir(addr), 0o755); err != nil {
-			return nil, fmt.Errorf("nbd: socket directory: %w", err)
-		}
-		if fi, err := os.Lstat(addr); err == nil {
-			if fi.Mode()&os.ModeSocket == 0 {
-				return nil, fmt.Errorf("%w: %s exists and is not a socket", ErrListen, addr)
-			}
-			if c, err := net.DialTimeout("unix", addr, time.Second); err == nil {
-				_ = c.Close()
-				return nil, fmt.Errorf("%w: %s is in use by another server", ErrListen, addr)
-			}
-			_ = os.Remove(addr)
-		}
+		return listenUnix(ctx, addr)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, network, addr)

@@ -30,23 +30,152 @@ const (
 	_ = protoimpl.EnforceVersion(protoimpl.MaxVersion - 20)
 )
 
+type VolumeUpgradeHandOverRequest struct {
+	state               protoimpl.MessageState `protogen:"open.v1"`
+	Endpoint            string                 `protobuf:"bytes,1,opt,name=endpoint,proto3" json:"endpoint,omitempty"`                                                    // the frontend endpoint the new engine took over; must be OLD's
+	NewEngineAddress    string                 `protobuf:"bytes,2,opt,name=new_engine_address,json=newEngineAddress,proto3" json:"new_engine_address,omitempty"`          // for the log
+	NewReplicaAddresses []string               `protobuf:"bytes,3,rep,name=new_replica_addresses,json=newReplicaAddresses,proto3" json:"new_replica_addresses,omitempty"` // closed by OLD before it takes the volume back by itself
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *VolumeUpgradeHandOverRequest) Reset() {
+	*x = VolumeUpgradeHandOverRequest{}
+	mi := &file_extensions_proto_msgTypes[0]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeUpgradeHandOverRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeUpgradeHandOverRequest) ProtoMessage() {}
+
+func (x *VolumeUpgradeHandOverRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_extensions_proto_msgTypes[0]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeUpgradeHandOverRequest.ProtoReflect.Descriptor instead.
+func (*VolumeUpgradeHandOverRequest) Descriptor() ([]byte, []int) {
+	return file_extensions_proto_rawDescGZIP(), []int{0}
+}
+
+func (x *VolumeUpgradeHandOverRequest) GetEndpoint() string {
+	if x != nil {
+		return x.Endpoint
+	}
+	return ""
+}
+
+func (x *VolumeUpgradeHandOverRequest) GetNewEngineAddress() string {
+	if x != nil {
+		return x.NewEngineAddress
+	}
+	return ""
+}
+
+func (x *VolumeUpgradeHandOverRequest) GetNewReplicaAddresses() []string {
+	if x != nil {
+		return x.NewReplicaAddresses
+	}
+	return nil
+}
+
+type VolumeUpgradeHandOverReply struct {
+	state             protoimpl.MessageState `protogen:"open.v1"`
+	Size              int64                  `protobuf:"varint,1,opt,name=size,proto3" json:"size,omitempty"`                                                    // volume size, bytes
+	ReplicaAddresses  []string               `protobuf:"bytes,2,rep,name=replica_addresses,json=replicaAddresses,proto3" json:"replica_addresses,omitempty"`     // the replicas OLD closed
+	Frontend          string                 `protobuf:"bytes,3,opt,name=frontend,proto3" json:"frontend,omitempty"`                                             // "nbd"
+	DrainMicroseconds int64                  `protobuf:"varint,4,opt,name=drain_microseconds,json=drainMicroseconds,proto3" json:"drain_microseconds,omitempty"` // frontend drain, flush and replica close
+	unknownFields     protoimpl.UnknownFields
+	sizeCache         protoimpl.SizeCache
+}
+
+func (x *VolumeUpgradeHandOverReply) Reset() {
+	*x = VolumeUpgradeHandOverReply{}
+	mi := &file_extensions_proto_msgTypes[1]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *VolumeUpgradeHandOverReply) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*VolumeUpgradeHandOverReply) ProtoMessage() {}
+
+func (x *VolumeUpgradeHandOverReply) ProtoReflect() protoreflect.Message {
+	mi := &file_extensions_proto_msgTypes[1]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use VolumeUpgradeHandOverReply.ProtoReflect.Descriptor instead.
+func (*VolumeUpgradeHandOverReply) Descriptor() ([]byte, []int) {
+	return file_extensions_proto_rawDescGZIP(), []int{1}
+}
+
+func (x *VolumeUpgradeHandOverReply) GetSize() int64 {
+	if x != nil {
+		return x.Size
+	}
+	return 0
+}
+
+func (x *VolumeUpgradeHandOverReply) GetReplicaAddresses() []string {
+	if x != nil {
+		return x.ReplicaAddresses
+	}
+	return nil
+}
+
+func (x *VolumeUpgradeHandOverReply) GetFrontend() string {
+	if x != nil {
+		return x.Frontend
+	}
+	return ""
+}
+
+func (x *VolumeUpgradeHandOverReply) GetDrainMicroseconds() int64 {
+	if x != nil {
+		return x.DrainMicroseconds
+	}
+	return 0
+}
+
 type ReplicaAddRequest struct {
-	state                     protoimpl.MessageState `protogen:"open.v1"`
-	Address                   string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"` // new replica, "tcp://HOST:P"
-	InstanceName              string                 `protobuf:"bytes,2,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
-	Restore                   bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
-	FastSync                  bool                   `protobuf:"varint,4,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`                                                          // skip files whose recorded checksum matches
-	FileSyncHttpClientTimeout int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
-	ConcurrentSyncLimit       int32                  `protobuf:"varint,6,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`                       // 1..5, 0 = engine default
-	Size                      int64                  `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
-	CurrentSize               int64                  `protobuf:"varint,8,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	state                           protoimpl.MessageState `protogen:"open.v1"`
+	Address                         string                 `protobuf:"bytes,1,opt,name=address,proto3" json:"address,omitempty"` // new replica, "tcp://HOST:P"
+	InstanceName                    string                 `protobuf:"bytes,2,opt,name=instance_name,json=instanceName,proto3" json:"instance_name,omitempty"`
+	Restore                         bool                   `protobuf:"varint,3,opt,name=restore,proto3" json:"restore,omitempty"`
+	FastSync                        bool                   `protobuf:"varint,4,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`                                                          // skip files whose recorded checksum matches
+	FileSyncHttpClientTimeout       int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
+	ConcurrentSyncLimit             int32                  `protobuf:"varint,6,opt,name=concurrent_sync_limit,json=concurrentSyncLimit,proto3" json:"concurrent_sync_limit,omitempty"`                       // 1..5, 0 = engine default
+	Size                            int64                  `protobuf:"varint,7,opt,name=size,proto3" json:"size,omitempty"`
+	CurrentSize                     int64                  `protobuf:"varint,8,opt,name=current_size,json=currentSize,proto3" json:"current_size,omitempty"`
+	ReplicaRebuildingBandwidthLimit int64                  `protobuf:"varint,9,opt,name=replica_rebuilding_bandwidth_limit,json=replicaRebuildingBandwidthLimit,proto3" json:"replica_rebuilding_bandwidth_limit,omitempty"` // MB/s (2^20 bytes) the rebuild writes at most, 0 = no limit
+	unknownFields                   protoimpl.UnknownFields
+	sizeCache                       protoimpl.SizeCache
 }
 
 func (x *ReplicaAddRequest) Reset() {
 	*x = ReplicaAddRequest{}
-	mi := &file_extensions_proto_msgTypes[0]
+	mi := &file_extensions_proto_msgTypes[2]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -58,7 +187,7 @@ func (x *ReplicaAddRequest) String() string {
 func (*ReplicaAddRequest) ProtoMessage() {}
 
 func (x *ReplicaAddRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[0]
+	mi := &file_extensions_proto_msgTypes[2]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -71,7 +200,7 @@ func (x *ReplicaAddRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaAddRequest.ProtoReflect.Descriptor instead.
 func (*ReplicaAddRequest) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{0}
+	return file_extensions_proto_rawDescGZIP(), []int{2}
 }
 
 func (x *ReplicaAddRequest) GetAddress() string {
@@ -130,6 +259,13 @@ func (x *ReplicaAddRequest) GetCurrentSize() int64 {
 	return 0
 }
 
+func (x *ReplicaAddRequest) GetReplicaRebuildingBandwidthLimit() int64 {
+	if x != nil {
+		return x.ReplicaRebuildingBandwidthLimit
+	}
+	return 0
+}
+
 type ReplicaRebuildStatus struct {
 	state                  protoimpl.MessageState `protogen:"open.v1"`
 	Error                  string                 `protobuf:"bytes,1,opt,name=error,proto3" json:"error,omitempty"`
@@ -138,13 +274,14 @@ type ReplicaRebuildStatus struct {
 	State                  string                 `protobuf:"bytes,4,opt,name=state,proto3" json:"state,omitempty"`        // "", in_progress, complete, error
 	FromReplicaAddress     string                 `protobuf:"bytes,5,opt,name=from_replica_address,json=fromReplicaAddress,proto3" json:"from_replica_address,omitempty"`
 	FromReplicaAddressList []string               `protobuf:"bytes,6,rep,name=from_replica_address_list,json=fromReplicaAddressList,proto3" json:"from_replica_address_list,omitempty"`
+	AppliedRebuildingMbps  int64                  `protobuf:"varint,7,opt,name=applied_rebuilding_mbps,json=appliedRebuildingMbps,proto3" json:"applied_rebuilding_mbps,omitempty"` // the bandwidth limit of the rebuild, MB/s, 0 = none
 	unknownFields          protoimpl.UnknownFields
 	sizeCache              protoimpl.SizeCache
 }
 
 func (x *ReplicaRebuildStatus) Reset() {
 	*x = ReplicaRebuildStatus{}
-	mi := &file_extensions_proto_msgTypes[1]
+	mi := &file_extensions_proto_msgTypes[3]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -156,7 +293,7 @@ func (x *ReplicaRebuildStatus) String() string {
 func (*ReplicaRebuildStatus) ProtoMessage() {}
 
 func (x *ReplicaRebuildStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[1]
+	mi := &file_extensions_proto_msgTypes[3]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -169,7 +306,7 @@ func (x *ReplicaRebuildStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRebuildStatus.ProtoReflect.Descriptor instead.
 func (*ReplicaRebuildStatus) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{1}
+	return file_extensions_proto_rawDescGZIP(), []int{3}
 }
 
 func (x *ReplicaRebuildStatus) GetError() string {
@@ -214,6 +351,13 @@ func (x *ReplicaRebuildStatus) GetFromReplicaAddressList() []string {
 	return nil
 }
 
+func (x *ReplicaRebuildStatus) GetAppliedRebuildingMbps() int64 {
+	if x != nil {
+		return x.AppliedRebuildingMbps
+	}
+	return 0
+}
+
 type ReplicaRebuildingStatusReply struct {
 	state         protoimpl.MessageState           `protogen:"open.v1"`
 	Status        map[string]*ReplicaRebuildStatus `protobuf:"bytes,1,rep,name=status,proto3" json:"status,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"bytes,2,opt,name=value"`
@@ -223,7 +367,7 @@ type ReplicaRebuildingStatusReply struct {
 
 func (x *ReplicaRebuildingStatusReply) Reset() {
 	*x = ReplicaRebuildingStatusReply{}
-	mi := &file_extensions_proto_msgTypes[2]
+	mi := &file_extensions_proto_msgTypes[4]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -235,7 +379,7 @@ func (x *ReplicaRebuildingStatusReply) String() string {
 func (*ReplicaRebuildingStatusReply) ProtoMessage() {}
 
 func (x *ReplicaRebuildingStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[2]
+	mi := &file_extensions_proto_msgTypes[4]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -248,7 +392,7 @@ func (x *ReplicaRebuildingStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use ReplicaRebuildingStatusReply.ProtoReflect.Descriptor instead.
 func (*ReplicaRebuildingStatusReply) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{2}
+	return file_extensions_proto_rawDescGZIP(), []int{4}
 }
 
 func (x *ReplicaRebuildingStatusReply) GetStatus() map[string]*ReplicaRebuildStatus {
@@ -276,7 +420,7 @@ type Snapshot struct {
 
 func (x *Snapshot) Reset() {
 	*x = Snapshot{}
-	mi := &file_extensions_proto_msgTypes[3]
+	mi := &file_extensions_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -288,7 +432,7 @@ func (x *Snapshot) String() string {
 func (*Snapshot) ProtoMessage() {}
 
 func (x *Snapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[3]
+	mi := &file_extensions_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -301,7 +445,7 @@ func (x *Snapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Snapshot.ProtoReflect.Descriptor instead.
 func (*Snapshot) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{3}
+	return file_extensions_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Snapshot) GetName() string {
@@ -369,7 +513,7 @@ type SnapshotListReply struct {
 
 func (x *SnapshotListReply) Reset() {
 	*x = SnapshotListReply{}
-	mi := &file_extensions_proto_msgTypes[4]
+	mi := &file_extensions_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -381,7 +525,7 @@ func (x *SnapshotListReply) String() string {
 func (*SnapshotListReply) ProtoMessage() {}
 
 func (x *SnapshotListReply) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[4]
+	mi := &file_extensions_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -394,7 +538,7 @@ func (x *SnapshotListReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotListReply.ProtoReflect.Descriptor instead.
 func (*SnapshotListReply) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{4}
+	return file_extensions_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *SnapshotListReply) GetSnapshots() map[string]*Snapshot {
@@ -413,7 +557,7 @@ type SnapshotRemoveRequest struct {
 
 func (x *SnapshotRemoveRequest) Reset() {
 	*x = SnapshotRemoveRequest{}
-	mi := &file_extensions_proto_msgTypes[5]
+	mi := &file_extensions_proto_msgTypes[7]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -425,7 +569,7 @@ func (x *SnapshotRemoveRequest) String() string {
 func (*SnapshotRemoveRequest) ProtoMessage() {}
 
 func (x *SnapshotRemoveRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[5]
+	mi := &file_extensions_proto_msgTypes[7]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -438,7 +582,7 @@ func (x *SnapshotRemoveRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotRemoveRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotRemoveRequest) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{5}
+	return file_extensions_proto_rawDescGZIP(), []int{7}
 }
 
 func (x *SnapshotRemoveRequest) GetNames() []string {
@@ -457,7 +601,7 @@ type SnapshotPurgeRequest struct {
 
 func (x *SnapshotPurgeRequest) Reset() {
 	*x = SnapshotPurgeRequest{}
-	mi := &file_extensions_proto_msgTypes[6]
+	mi := &file_extensions_proto_msgTypes[8]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -469,7 +613,7 @@ func (x *SnapshotPurgeRequest) String() string {
 func (*SnapshotPurgeRequest) ProtoMessage() {}
 
 func (x *SnapshotPurgeRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[6]
+	mi := &file_extensions_proto_msgTypes[8]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -482,7 +626,7 @@ func (x *SnapshotPurgeRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPurgeRequest.ProtoReflect.Descriptor instead.
 func (*SnapshotPurgeRequest) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{6}
+	return file_extensions_proto_rawDescGZIP(), []int{8}
 }
 
 func (x *SnapshotPurgeRequest) GetSkipIfInProgress() bool {
@@ -504,7 +648,7 @@ type SnapshotPurgeStatus struct {
 
 func (x *SnapshotPurgeStatus) Reset() {
 	*x = SnapshotPurgeStatus{}
-	mi := &file_extensions_proto_msgTypes[7]
+	mi := &file_extensions_proto_msgTypes[9]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -516,7 +660,7 @@ func (x *SnapshotPurgeStatus) String() string {
 func (*SnapshotPurgeStatus) ProtoMessage() {}
 
 func (x *SnapshotPurgeStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[7]
+	mi := &file_extensions_proto_msgTypes[9]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -529,7 +673,7 @@ func (x *SnapshotPurgeStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPurgeStatus.ProtoReflect.Descriptor instead.
 func (*SnapshotPurgeStatus) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{7}
+	return file_extensions_proto_rawDescGZIP(), []int{9}
 }
 
 func (x *SnapshotPurgeStatus) GetError() string {
@@ -569,7 +713,7 @@ type SnapshotPurgeStatusReply struct {
 
 func (x *SnapshotPurgeStatusReply) Reset() {
 	*x = SnapshotPurgeStatusReply{}
-	mi := &file_extensions_proto_msgTypes[8]
+	mi := &file_extensions_proto_msgTypes[10]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -581,7 +725,7 @@ func (x *SnapshotPurgeStatusReply) String() string {
 func (*SnapshotPurgeStatusReply) ProtoMessage() {}
 
 func (x *SnapshotPurgeStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[8]
+	mi := &file_extensions_proto_msgTypes[10]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -594,7 +738,7 @@ func (x *SnapshotPurgeStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotPurgeStatusReply.ProtoReflect.Descriptor instead.
 func (*SnapshotPurgeStatusReply) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{8}
+	return file_extensions_proto_rawDescGZIP(), []int{10}
 }
 
 func (x *SnapshotPurgeStatusReply) GetStatus() map[string]*SnapshotPurgeStatus {
@@ -617,7 +761,7 @@ type EngineSnapshotCloneRequest struct {
 
 func (x *EngineSnapshotCloneRequest) Reset() {
 	*x = EngineSnapshotCloneRequest{}
-	mi := &file_extensions_proto_msgTypes[9]
+	mi := &file_extensions_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -629,7 +773,7 @@ func (x *EngineSnapshotCloneRequest) String() string {
 func (*EngineSnapshotCloneRequest) ProtoMessage() {}
 
 func (x *EngineSnapshotCloneRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[9]
+	mi := &file_extensions_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -642,7 +786,7 @@ func (x *EngineSnapshotCloneRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use EngineSnapshotCloneRequest.ProtoReflect.Descriptor instead.
 func (*EngineSnapshotCloneRequest) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{9}
+	return file_extensions_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *EngineSnapshotCloneRequest) GetFromEngineAddress() string {
@@ -694,7 +838,7 @@ type SnapshotCloneStatus struct {
 
 func (x *SnapshotCloneStatus) Reset() {
 	*x = SnapshotCloneStatus{}
-	mi := &file_extensions_proto_msgTypes[10]
+	mi := &file_extensions_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -706,7 +850,7 @@ func (x *SnapshotCloneStatus) String() string {
 func (*SnapshotCloneStatus) ProtoMessage() {}
 
 func (x *SnapshotCloneStatus) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[10]
+	mi := &file_extensions_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -719,7 +863,7 @@ func (x *SnapshotCloneStatus) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotCloneStatus.ProtoReflect.Descriptor instead.
 func (*SnapshotCloneStatus) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{10}
+	return file_extensions_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *SnapshotCloneStatus) GetIsCloning() bool {
@@ -773,7 +917,7 @@ type SnapshotCloneStatusReply struct {
 
 func (x *SnapshotCloneStatusReply) Reset() {
 	*x = SnapshotCloneStatusReply{}
-	mi := &file_extensions_proto_msgTypes[11]
+	mi := &file_extensions_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -785,7 +929,7 @@ func (x *SnapshotCloneStatusReply) String() string {
 func (*SnapshotCloneStatusReply) ProtoMessage() {}
 
 func (x *SnapshotCloneStatusReply) ProtoReflect() protoreflect.Message {
-	mi := &file_extensions_proto_msgTypes[11]
+	mi := &file_extensions_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -798,7 +942,7 @@ func (x *SnapshotCloneStatusReply) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use SnapshotCloneStatusReply.ProtoReflect.Descriptor instead.
 func (*SnapshotCloneStatusReply) Descriptor() ([]byte, []int) {
-	return file_extensions_proto_rawDescGZIP(), []int{11}
+	return file_extensions_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *SnapshotCloneStatusReply) GetStatus() map[string]*SnapshotCloneStatus {
@@ -812,7 +956,16 @@ var File_extensions_proto protoreflect.FileDescriptor
 
 const file_extensions_proto_rawDesc = "" +
 	"\n" +
-	"\x10extensions.proto\x12\x05lhext\x1a\x1bgoogle/protobuf/empty.proto\"\xb6\x02\n" +
+	"\x10extensions.proto\x12\x05lhext\x1a\x1bgoogle/protobuf/empty.proto\"\x9c\x01\n" +
+	"\x1cVolumeUpgradeHandOverRequest\x12\x1a\n" +
+	"\bendpoint\x18\x01 \x01(\tR\bendpoint\x12,\n" +
+	"\x12new_engine_address\x18\x02 \x01(\tR\x10newEngineAddress\x122\n" +
+	"\x15new_replica_addresses\x18\x03 \x03(\tR\x13newReplicaAddresses\"\xa8\x01\n" +
+	"\x1aVolumeUpgradeHandOverReply\x12\x12\n" +
+	"\x04size\x18\x01 \x01(\x03R\x04size\x12+\n" +
+	"\x11replica_addresses\x18\x02 \x03(\tR\x10replicaAddresses\x12\x1a\n" +
+	"\bfrontend\x18\x03 \x01(\tR\bfrontend\x12-\n" +
+	"\x12drain_microseconds\x18\x04 \x01(\x03R\x11drainMicroseconds\"\x83\x03\n" +
 	"\x11ReplicaAddRequest\x12\x18\n" +
 	"\aaddress\x18\x01 \x01(\tR\aaddress\x12#\n" +
 	"\rinstance_name\x18\x02 \x01(\tR\finstanceName\x12\x18\n" +
@@ -821,14 +974,16 @@ const file_extensions_proto_rawDesc = "" +
 	"\x1dfile_sync_http_client_timeout\x18\x05 \x01(\x05R\x19fileSyncHttpClientTimeout\x122\n" +
 	"\x15concurrent_sync_limit\x18\x06 \x01(\x05R\x13concurrentSyncLimit\x12\x12\n" +
 	"\x04size\x18\a \x01(\x03R\x04size\x12!\n" +
-	"\fcurrent_size\x18\b \x01(\x03R\vcurrentSize\"\xf0\x01\n" +
+	"\fcurrent_size\x18\b \x01(\x03R\vcurrentSize\x12K\n" +
+	"\"replica_rebuilding_bandwidth_limit\x18\t \x01(\x03R\x1freplicaRebuildingBandwidthLimit\"\xa8\x02\n" +
 	"\x14ReplicaRebuildStatus\x12\x14\n" +
 	"\x05error\x18\x01 \x01(\tR\x05error\x12#\n" +
 	"\ris_rebuilding\x18\x02 \x01(\bR\fisRebuilding\x12\x1a\n" +
 	"\bprogress\x18\x03 \x01(\x05R\bprogress\x12\x14\n" +
 	"\x05state\x18\x04 \x01(\tR\x05state\x120\n" +
 	"\x14from_replica_address\x18\x05 \x01(\tR\x12fromReplicaAddress\x129\n" +
-	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\"\xbf\x01\n" +
+	"\x19from_replica_address_list\x18\x06 \x03(\tR\x16fromReplicaAddressList\x126\n" +
+	"\x17applied_rebuilding_mbps\x18\a \x01(\x03R\x15appliedRebuildingMbps\"\xbf\x01\n" +
 	"\x1cReplicaRebuildingStatusReply\x12G\n" +
 	"\x06status\x18\x01 \x03(\v2/.lhext.ReplicaRebuildingStatusReply.StatusEntryR\x06status\x1aV\n" +
 	"\vStatusEntry\x12\x10\n" +
@@ -887,7 +1042,7 @@ const file_extensions_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x03(\v2+.lhext.SnapshotCloneStatusReply.StatusEntryR\x06status\x1aU\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.lhext.SnapshotCloneStatusR\x05value:\x028\x012\xea\x04\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.lhext.SnapshotCloneStatusR\x05value:\x028\x012\xd6\x06\n" +
 	"\x14ControllerExtService\x12>\n" +
 	"\n" +
 	"ReplicaAdd\x12\x18.lhext.ReplicaAddRequest\x1a\x16.google.protobuf.Empty\x12V\n" +
@@ -897,7 +1052,10 @@ const file_extensions_proto_rawDesc = "" +
 	"\rSnapshotPurge\x12\x1b.lhext.SnapshotPurgeRequest\x1a\x16.google.protobuf.Empty\x12N\n" +
 	"\x13SnapshotPurgeStatus\x12\x16.google.protobuf.Empty\x1a\x1f.lhext.SnapshotPurgeStatusReply\x12J\n" +
 	"\rSnapshotClone\x12!.lhext.EngineSnapshotCloneRequest\x1a\x16.google.protobuf.Empty\x12N\n" +
-	"\x13SnapshotCloneStatus\x12\x16.google.protobuf.Empty\x1a\x1f.lhext.SnapshotCloneStatusReplyB@Z>github.com/longhorn-go/longhorn/engine/rpc/enginerpc;enginerpcb\x06proto3"
+	"\x13SnapshotCloneStatus\x12\x16.google.protobuf.Empty\x1a\x1f.lhext.SnapshotCloneStatusReply\x12_\n" +
+	"\x15VolumeUpgradeHandOver\x12#.lhext.VolumeUpgradeHandOverRequest\x1a!.lhext.VolumeUpgradeHandOverReply\x12D\n" +
+	"\x12VolumeUpgradeAbort\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.Empty\x12C\n" +
+	"\x11VolumeUpgradeDone\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.EmptyB@Z>github.com/longhorn-go/longhorn/engine/rpc/enginerpc;enginerpcb\x06proto3"
 
 var (
 	file_extensions_proto_rawDescOnce sync.Once
@@ -911,57 +1069,65 @@ func file_extensions_proto_rawDescGZIP() []byte {
 	return file_extensions_proto_rawDescData
 }
 
-var file_extensions_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
+var file_extensions_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
 var file_extensions_proto_goTypes = []any{
-	(*ReplicaAddRequest)(nil),            // 0: lhext.ReplicaAddRequest
-	(*ReplicaRebuildStatus)(nil),         // 1: lhext.ReplicaRebuildStatus
-	(*ReplicaRebuildingStatusReply)(nil), // 2: lhext.ReplicaRebuildingStatusReply
-	(*Snapshot)(nil),                     // 3: lhext.Snapshot
-	(*SnapshotListReply)(nil),            // 4: lhext.SnapshotListReply
-	(*SnapshotRemoveRequest)(nil),        // 5: lhext.SnapshotRemoveRequest
-	(*SnapshotPurgeRequest)(nil),         // 6: lhext.SnapshotPurgeRequest
-	(*SnapshotPurgeStatus)(nil),          // 7: lhext.SnapshotPurgeStatus
-	(*SnapshotPurgeStatusReply)(nil),     // 8: lhext.SnapshotPurgeStatusReply
-	(*EngineSnapshotCloneRequest)(nil),   // 9: lhext.EngineSnapshotCloneRequest
-	(*SnapshotCloneStatus)(nil),          // 10: lhext.SnapshotCloneStatus
-	(*SnapshotCloneStatusReply)(nil),     // 11: lhext.SnapshotCloneStatusReply
-	nil,                                  // 12: lhext.ReplicaRebuildingStatusReply.StatusEntry
-	nil,                                  // 13: lhext.Snapshot.ChildrenEntry
-	nil,                                  // 14: lhext.Snapshot.LabelsEntry
-	nil,                                  // 15: lhext.SnapshotListReply.SnapshotsEntry
-	nil,                                  // 16: lhext.SnapshotPurgeStatusReply.StatusEntry
-	nil,                                  // 17: lhext.SnapshotCloneStatusReply.StatusEntry
-	(*emptypb.Empty)(nil),                // 18: google.protobuf.Empty
+	(*VolumeUpgradeHandOverRequest)(nil), // 0: lhext.VolumeUpgradeHandOverRequest
+	(*VolumeUpgradeHandOverReply)(nil),   // 1: lhext.VolumeUpgradeHandOverReply
+	(*ReplicaAddRequest)(nil),            // 2: lhext.ReplicaAddRequest
+	(*ReplicaRebuildStatus)(nil),         // 3: lhext.ReplicaRebuildStatus
+	(*ReplicaRebuildingStatusReply)(nil), // 4: lhext.ReplicaRebuildingStatusReply
+	(*Snapshot)(nil),                     // 5: lhext.Snapshot
+	(*SnapshotListReply)(nil),            // 6: lhext.SnapshotListReply
+	(*SnapshotRemoveRequest)(nil),        // 7: lhext.SnapshotRemoveRequest
+	(*SnapshotPurgeRequest)(nil),         // 8: lhext.SnapshotPurgeRequest
+	(*SnapshotPurgeStatus)(nil),          // 9: lhext.SnapshotPurgeStatus
+	(*SnapshotPurgeStatusReply)(nil),     // 10: lhext.SnapshotPurgeStatusReply
+	(*EngineSnapshotCloneRequest)(nil),   // 11: lhext.EngineSnapshotCloneRequest
+	(*SnapshotCloneStatus)(nil),          // 12: lhext.SnapshotCloneStatus
+	(*SnapshotCloneStatusReply)(nil),     // 13: lhext.SnapshotCloneStatusReply
+	nil,                                  // 14: lhext.ReplicaRebuildingStatusReply.StatusEntry
+	nil,                                  // 15: lhext.Snapshot.ChildrenEntry
+	nil,                                  // 16: lhext.Snapshot.LabelsEntry
+	nil,                                  // 17: lhext.SnapshotListReply.SnapshotsEntry
+	nil,                                  // 18: lhext.SnapshotPurgeStatusReply.StatusEntry
+	nil,                                  // 19: lhext.SnapshotCloneStatusReply.StatusEntry
+	(*emptypb.Empty)(nil),                // 20: google.protobuf.Empty
 }
 var file_extensions_proto_depIdxs = []int32{
-	12, // 0: lhext.ReplicaRebuildingStatusReply.status:type_name -> lhext.ReplicaRebuildingStatusReply.StatusEntry
-	13, // 1: lhext.Snapshot.children:type_name -> lhext.Snapshot.ChildrenEntry
-	14, // 2: lhext.Snapshot.labels:type_name -> lhext.Snapshot.LabelsEntry
-	15, // 3: lhext.SnapshotListReply.snapshots:type_name -> lhext.SnapshotListReply.SnapshotsEntry
-	16, // 4: lhext.SnapshotPurgeStatusReply.status:type_name -> lhext.SnapshotPurgeStatusReply.StatusEntry
-	17, // 5: lhext.SnapshotCloneStatusReply.status:type_name -> lhext.SnapshotCloneStatusReply.StatusEntry
-	1,  // 6: lhext.ReplicaRebuildingStatusReply.StatusEntry.value:type_name -> lhext.ReplicaRebuildStatus
-	3,  // 7: lhext.SnapshotListReply.SnapshotsEntry.value:type_name -> lhext.Snapshot
-	7,  // 8: lhext.SnapshotPurgeStatusReply.StatusEntry.value:type_name -> lhext.SnapshotPurgeStatus
-	10, // 9: lhext.SnapshotCloneStatusReply.StatusEntry.value:type_name -> lhext.SnapshotCloneStatus
-	0,  // 10: lhext.ControllerExtService.ReplicaAdd:input_type -> lhext.ReplicaAddRequest
-	18, // 11: lhext.ControllerExtService.ReplicaRebuildingStatus:input_type -> google.protobuf.Empty
-	18, // 12: lhext.ControllerExtService.SnapshotList:input_type -> google.protobuf.Empty
-	5,  // 13: lhext.ControllerExtService.SnapshotRemove:input_type -> lhext.SnapshotRemoveRequest
-	6,  // 14: lhext.ControllerExtService.SnapshotPurge:input_type -> lhext.SnapshotPurgeRequest
-	18, // 15: lhext.ControllerExtService.SnapshotPurgeStatus:input_type -> google.protobuf.Empty
-	9,  // 16: lhext.ControllerExtService.SnapshotClone:input_type -> lhext.EngineSnapshotCloneRequest
-	18, // 17: lhext.ControllerExtService.SnapshotCloneStatus:input_type -> google.protobuf.Empty
-	18, // 18: lhext.ControllerExtService.ReplicaAdd:output_type -> google.protobuf.Empty
-	2,  // 19: lhext.ControllerExtService.ReplicaRebuildingStatus:output_type -> lhext.ReplicaRebuildingStatusReply
-	4,  // 20: lhext.ControllerExtService.SnapshotList:output_type -> lhext.SnapshotListReply
-	18, // 21: lhext.ControllerExtService.SnapshotRemove:output_type -> google.protobuf.Empty
-	18, // 22: lhext.ControllerExtService.SnapshotPurge:output_type -> google.protobuf.Empty
-	8,  // 23: lhext.ControllerExtService.SnapshotPurgeStatus:output_type -> lhext.SnapshotPurgeStatusReply
-	18, // 24: lhext.ControllerExtService.SnapshotClone:output_type -> google.protobuf.Empty
-	11, // 25: lhext.ControllerExtService.SnapshotCloneStatus:output_type -> lhext.SnapshotCloneStatusReply
-	18, // [18:26] is the sub-list for method output_type
-	10, // [10:18] is the sub-list for method input_type
+	14, // 0: lhext.ReplicaRebuildingStatusReply.status:type_name -> lhext.ReplicaRebuildingStatusReply.StatusEntry
+	15, // 1: lhext.Snapshot.children:type_name -> lhext.Snapshot.ChildrenEntry
+	16, // 2: lhext.Snapshot.labels:type_name -> lhext.Snapshot.LabelsEntry
+	17, // 3: lhext.SnapshotListReply.snapshots:type_name -> lhext.SnapshotListReply.SnapshotsEntry
+	18, // 4: lhext.SnapshotPurgeStatusReply.status:type_name -> lhext.SnapshotPurgeStatusReply.StatusEntry
+	19, // 5: lhext.SnapshotCloneStatusReply.status:type_name -> lhext.SnapshotCloneStatusReply.StatusEntry
+	3,  // 6: lhext.ReplicaRebuildingStatusReply.StatusEntry.value:type_name -> lhext.ReplicaRebuildStatus
+	5,  // 7: lhext.SnapshotListReply.SnapshotsEntry.value:type_name -> lhext.Snapshot
+	9,  // 8: lhext.SnapshotPurgeStatusReply.StatusEntry.value:type_name -> lhext.SnapshotPurgeStatus
+	12, // 9: lhext.SnapshotCloneStatusReply.StatusEntry.value:type_name -> lhext.SnapshotCloneStatus
+	2,  // 10: lhext.ControllerExtService.ReplicaAdd:input_type -> lhext.ReplicaAddRequest
+	20, // 11: lhext.ControllerExtService.ReplicaRebuildingStatus:input_type -> google.protobuf.Empty
+	20, // 12: lhext.ControllerExtService.SnapshotList:input_type -> google.protobuf.Empty
+	7,  // 13: lhext.ControllerExtService.SnapshotRemove:input_type -> lhext.SnapshotRemoveRequest
+	8,  // 14: lhext.ControllerExtService.SnapshotPurge:input_type -> lhext.SnapshotPurgeRequest
+	20, // 15: lhext.ControllerExtService.SnapshotPurgeStatus:input_type -> google.protobuf.Empty
+	11, // 16: lhext.ControllerExtService.SnapshotClone:input_type -> lhext.EngineSnapshotCloneRequest
+	20, // 17: lhext.ControllerExtService.SnapshotCloneStatus:input_type -> google.protobuf.Empty
+	0,  // 18: lhext.ControllerExtService.VolumeUpgradeHandOver:input_type -> lhext.VolumeUpgradeHandOverRequest
+	20, // 19: lhext.ControllerExtService.VolumeUpgradeAbort:input_type -> google.protobuf.Empty
+	20, // 20: lhext.ControllerExtService.VolumeUpgradeDone:input_type -> google.protobuf.Empty
+	20, // 21: lhext.ControllerExtService.ReplicaAdd:output_type -> google.protobuf.Empty
+	4,  // 22: lhext.ControllerExtService.ReplicaRebuildingStatus:output_type -> lhext.ReplicaRebuildingStatusReply
+	6,  // 23: lhext.ControllerExtService.SnapshotList:output_type -> lhext.SnapshotListReply
+	20, // 24: lhext.ControllerExtService.SnapshotRemove:output_type -> google.protobuf.Empty
+	20, // 25: lhext.ControllerExtService.SnapshotPurge:output_type -> google.protobuf.Empty
+	10, // 26: lhext.ControllerExtService.SnapshotPurgeStatus:output_type -> lhext.SnapshotPurgeStatusReply
+	20, // 27: lhext.ControllerExtService.SnapshotClone:output_type -> google.protobuf.Empty
+	13, // 28: lhext.ControllerExtService.SnapshotCloneStatus:output_type -> lhext.SnapshotCloneStatusReply
+	1,  // 29: lhext.ControllerExtService.VolumeUpgradeHandOver:output_type -> lhext.VolumeUpgradeHandOverReply
+	20, // 30: lhext.ControllerExtService.VolumeUpgradeAbort:output_type -> google.protobuf.Empty
+	20, // 31: lhext.ControllerExtService.VolumeUpgradeDone:output_type -> google.protobuf.Empty
+	21, // [21:32] is the sub-list for method output_type
+	10, // [10:21] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -978,7 +1144,7 @@ func file_extensions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_extensions_proto_rawDesc), len(file_extensions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   18,
+			NumMessages:   20,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -36,6 +36,9 @@ const (
 	ControllerExtService_SnapshotPurgeStatus_FullMethodName     = "/lhext.ControllerExtService/SnapshotPurgeStatus"
 	ControllerExtService_SnapshotClone_FullMethodName           = "/lhext.ControllerExtService/SnapshotClone"
 	ControllerExtService_SnapshotCloneStatus_FullMethodName     = "/lhext.ControllerExtService/SnapshotCloneStatus"
+	ControllerExtService_VolumeUpgradeHandOver_FullMethodName   = "/lhext.ControllerExtService/VolumeUpgradeHandOver"
+	ControllerExtService_VolumeUpgradeAbort_FullMethodName      = "/lhext.ControllerExtService/VolumeUpgradeAbort"
+	ControllerExtService_VolumeUpgradeDone_FullMethodName       = "/lhext.ControllerExtService/VolumeUpgradeDone"
 )
 
 // ControllerExtServiceClient is the client API for ControllerExtService service.
@@ -54,6 +57,22 @@ type ControllerExtServiceClient interface {
 	SnapshotPurgeStatus(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*SnapshotPurgeStatusReply, error)
 	SnapshotClone(ctx context.Context, in *EngineSnapshotCloneRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
 	SnapshotCloneStatus(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*SnapshotCloneStatusReply, error)
+	// Live engine upgrade (our hand-over; Longhorn's tgt frontend reconnects
+	// to a new engine started with --upgrade instead). A new engine started
+	// with `--upgrade-from OLD` has renamed its frontend socket over the old
+	// engine's and calls VolumeUpgradeHandOver on OLD: OLD refuses a volume
+	// that is not healthy (a replica not RW, rebuilding, expanding, purging)
+	// or a frontend that cannot hand over ("not supported yet"), else it
+	// drains its frontend (every request read is answered, the rest is re-sent
+	// by the client after it reconnects), flushes, closes every replica
+	// (ReplicaClose) and keeps their addresses. VolumeUpgradeAbort makes OLD
+	// open them again and serve its frontend, when the new engine fails.
+	// VolumeUpgradeDone tells OLD the new engine serves; until then OLD
+	// watches the socket and, when no engine listens on it any more (the new
+	// engine died), closes the new replicas and takes the volume back itself.
+	VolumeUpgradeHandOver(ctx context.Context, in *VolumeUpgradeHandOverRequest, opts ...grpc.CallOption) (*VolumeUpgradeHandOverReply, error)
+	VolumeUpgradeAbort(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error)
+	VolumeUpgradeDone(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error)
 }
 
 type controllerExtServiceClient struct {
@@ -144,6 +163,36 @@ func (c *controllerExtServiceClient) SnapshotCloneStatus(ctx context.Context, in
 	return out, nil
 }
 
+func (c *controllerExtServiceClient) VolumeUpgradeHandOver(ctx context.Context, in *VolumeUpgradeHandOverRequest, opts ...grpc.CallOption) (*VolumeUpgradeHandOverReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(VolumeUpgradeHandOverReply)
+	err := c.cc.Invoke(ctx, ControllerExtService_VolumeUpgradeHandOver_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerExtServiceClient) VolumeUpgradeAbort(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(emptypb.Empty)
+	err := c.cc.Invoke(ctx, ControllerExtService_VolumeUpgradeAbort_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+func (c *controllerExtServiceClient) VolumeUpgradeDone(ctx context.Context, in *emptypb.Empty, opts ...grpc.CallOption) (*emptypb.Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(emptypb.Empty)
+	err := c.cc.Invoke(ctx, ControllerExtService_VolumeUpgradeDone_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ControllerExtServiceServer is the server API for ControllerExtService service.
 // All implementations must embed UnimplementedControllerExtServiceServer
 // for forward compatibility.
@@ -160,6 +209,22 @@ type ControllerExtServiceServer interface {
 	SnapshotPurgeStatus(context.Context, *emptypb.Empty) (*SnapshotPurgeStatusReply, error)
 	SnapshotClone(context.Context, *EngineSnapshotCloneRequest) (*emptypb.Empty, error)
 	SnapshotCloneStatus(context.Context, *emptypb.Empty) (*SnapshotCloneStatusReply, error)
+	// Live engine upgrade (our hand-over; Longhorn's tgt frontend reconnects
+	// to a new engine started with --upgrade instead). A new engine started
+	// with `--upgrade-from OLD` has renamed its frontend socket over the old
+	// engine's and calls VolumeUpgradeHandOver on OLD: OLD refuses a volume
+	// that is not healthy (a replica not RW, rebuilding, expanding, purging)
+	// or a frontend that cannot hand over ("not supported yet"), else it
+	// drains its frontend (every request read is answered, the rest is re-sent
+	// by the client after it reconnects), flushes, closes every replica
+	// (ReplicaClose) and keeps their addresses. VolumeUpgradeAbort makes OLD
+	// open them again and serve its frontend, when the new engine fails.
+	// VolumeUpgradeDone tells OLD the new engine serves; until then OLD
+	// watches the socket and, when no engine listens on it any more (the new
+	// engine died), closes the new replicas and takes the volume back itself.
+	VolumeUpgradeHandOver(context.Context, *VolumeUpgradeHandOverRequest) (*VolumeUpgradeHandOverReply, error)
+	VolumeUpgradeAbort(context.Context, *emptypb.Empty) (*emptypb.Empty, error)
+	VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error)
 	mustEmbedUnimplementedControllerExtServiceServer()
 }
 
@@ -193,6 +258,15 @@ func (UnimplementedControllerExtServiceServer) SnapshotClone(context.Context, *E
 }
 func (UnimplementedControllerExtServiceServer) SnapshotCloneStatus(context.Context, *emptypb.Empty) (*SnapshotCloneStatusReply, error) {
 	return nil, status.Error(codes.Unimplemented, "method SnapshotCloneStatus not implemented")
+}
+func (UnimplementedControllerExtServiceServer) VolumeUpgradeHandOver(context.Context, *VolumeUpgradeHandOverRequest) (*VolumeUpgradeHandOverReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method VolumeUpgradeHandOver not implemented")
+}
+func (UnimplementedControllerExtServiceServer) VolumeUpgradeAbort(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method VolumeUpgradeAbort not implemented")
+}
+func (UnimplementedControllerExtServiceServer) VolumeUpgradeDone(context.Context, *emptypb.Empty) (*emptypb.Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method VolumeUpgradeDone not implemented")
 }
 func (UnimplementedControllerExtServiceServer) mustEmbedUnimplementedControllerExtServiceServer() {}
 func (UnimplementedControllerExtServiceServer) testEmbeddedByValue()                              {}
@@ -359,6 +433,60 @@ func _ControllerExtService_SnapshotCloneStatus_Handler(srv interface{}, ctx cont
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ControllerExtService_VolumeUpgradeHandOver_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(VolumeUpgradeHandOverRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeHandOver(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerExtService_VolumeUpgradeHandOver_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeHandOver(ctx, req.(*VolumeUpgradeHandOverRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerExtService_VolumeUpgradeAbort_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(emptypb.Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeAbort(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerExtService_VolumeUpgradeAbort_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeAbort(ctx, req.(*emptypb.Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+func _ControllerExtService_VolumeUpgradeDone_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(emptypb.Empty)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeDone(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ControllerExtService_VolumeUpgradeDone_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ControllerExtServiceServer).VolumeUpgradeDone(ctx, req.(*emptypb.Empty))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ControllerExtService_ServiceDesc is the grpc.ServiceDesc for ControllerExtService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -397,6 +525,18 @@ var ControllerExtService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "SnapshotCloneStatus",
 			Handler:    _ControllerExtService_SnapshotCloneStatus_Handler,
+		},
+		{
+			MethodName: "VolumeUpgradeHandOver",
+			Handler:    _ControllerExtService_VolumeUpgradeHandOver_Handler,
+		},
+		{
+			MethodName: "VolumeUpgradeAbort",
+			Handler:    _ControllerExtService_VolumeUpgradeAbort_Handler,
+		},
+		{
+			MethodName: "VolumeUpgradeDone",
+			Handler:    _ControllerExtService_VolumeUpgradeDone_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},

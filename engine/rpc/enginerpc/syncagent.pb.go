@@ -226,8 +226,11 @@ type FileSendRequest struct {
 	Port                      int32                  `protobuf:"varint,3,opt,name=port,proto3" json:"port,omitempty"`
 	FastSync                  bool                   `protobuf:"varint,4,opt,name=fast_sync,json=fastSync,proto3" json:"fast_sync,omitempty"`                                                          // skip the file when recorded checksums match
 	FileSyncHttpClientTimeout int32                  `protobuf:"varint,5,opt,name=file_sync_http_client_timeout,json=fileSyncHttpClientTimeout,proto3" json:"file_sync_http_client_timeout,omitempty"` // seconds
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// This implementation's: the sender paces its writeData bodies to this
+	// many bytes per second, 0 = no limit (Longhorn's agents leave it 0).
+	BandwidthLimitBytesPerSecond int64 `protobuf:"varint,1000,opt,name=bandwidth_limit_bytes_per_second,json=bandwidthLimitBytesPerSecond,proto3" json:"bandwidth_limit_bytes_per_second,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *FileSendRequest) Reset() {
@@ -295,6 +298,13 @@ func (x *FileSendRequest) GetFileSyncHttpClientTimeout() int32 {
 	return 0
 }
 
+func (x *FileSendRequest) GetBandwidthLimitBytesPerSecond() int64 {
+	if x != nil {
+		return x.BandwidthLimitBytesPerSecond
+	}
+	return 0
+}
+
 type FileLocalSync struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	SourcePath    string                 `protobuf:"bytes,1,opt,name=source_path,json=sourcePath,proto3" json:"source_path,omitempty"`
@@ -357,8 +367,11 @@ type FilesSyncRequest struct {
 	GrpcTimeoutSeconds        int64                  `protobuf:"varint,6,opt,name=grpc_timeout_seconds,json=grpcTimeoutSeconds,proto3" json:"grpc_timeout_seconds,omitempty"` // per FileSend call, 0 = 24 h
 	LocalSync                 *FileLocalSync         `protobuf:"bytes,7,opt,name=local_sync,json=localSync,proto3" json:"local_sync,omitempty"`
 	FromAddressMap            map[string]bool        `protobuf:"bytes,8,rep,name=from_address_map,json=fromAddressMap,proto3" json:"from_address_map,omitempty" protobuf_key:"bytes,1,opt,name=key" protobuf_val:"varint,2,opt,name=value"` // source replicas "tcp://HOST:P"
-	unknownFields             protoimpl.UnknownFields
-	sizeCache                 protoimpl.SizeCache
+	// This implementation's: bytes per second the whole sync may write,
+	// shared by the FileSends it runs at once; 0 = no limit.
+	BandwidthLimitBytesPerSecond int64 `protobuf:"varint,1000,opt,name=bandwidth_limit_bytes_per_second,json=bandwidthLimitBytesPerSecond,proto3" json:"bandwidth_limit_bytes_per_second,omitempty"`
+	unknownFields                protoimpl.UnknownFields
+	sizeCache                    protoimpl.SizeCache
 }
 
 func (x *FilesSyncRequest) Reset() {
@@ -445,6 +458,13 @@ func (x *FilesSyncRequest) GetFromAddressMap() map[string]bool {
 		return x.FromAddressMap
 	}
 	return nil
+}
+
+func (x *FilesSyncRequest) GetBandwidthLimitBytesPerSecond() int64 {
+	if x != nil {
+		return x.BandwidthLimitBytesPerSecond
+	}
+	return 0
 }
 
 type SnapshotCloneRequest struct {
@@ -1711,18 +1731,19 @@ const file_syncagent_proto_rawDesc = "" +
 	"\fto_file_name\x18\x01 \x01(\tR\n" +
 	"toFileName\",\n" +
 	"\x16ReceiverLaunchResponse\x12\x12\n" +
-	"\x04port\x18\x01 \x01(\x05R\x04port\"\xbe\x01\n" +
+	"\x04port\x18\x01 \x01(\x05R\x04port\"\x87\x02\n" +
 	"\x0fFileSendRequest\x12$\n" +
 	"\x0efrom_file_name\x18\x01 \x01(\tR\ffromFileName\x12\x12\n" +
 	"\x04host\x18\x02 \x01(\tR\x04host\x12\x12\n" +
 	"\x04port\x18\x03 \x01(\x05R\x04port\x12\x1b\n" +
 	"\tfast_sync\x18\x04 \x01(\bR\bfastSync\x12@\n" +
-	"\x1dfile_sync_http_client_timeout\x18\x05 \x01(\x05R\x19fileSyncHttpClientTimeout\"Q\n" +
+	"\x1dfile_sync_http_client_timeout\x18\x05 \x01(\x05R\x19fileSyncHttpClientTimeout\x12G\n" +
+	" bandwidth_limit_bytes_per_second\x18\xe8\a \x01(\x03R\x1cbandwidthLimitBytesPerSecond\"Q\n" +
 	"\rFileLocalSync\x12\x1f\n" +
 	"\vsource_path\x18\x01 \x01(\tR\n" +
 	"sourcePath\x12\x1f\n" +
 	"\vtarget_path\x18\x02 \x01(\tR\n" +
-	"targetPath\"\xf5\x03\n" +
+	"targetPath\"\xbe\x04\n" +
 	"\x10FilesSyncRequest\x12!\n" +
 	"\ffrom_address\x18\x01 \x01(\tR\vfromAddress\x12\x17\n" +
 	"\ato_host\x18\x02 \x01(\tR\x06toHost\x12C\n" +
@@ -1732,7 +1753,8 @@ const file_syncagent_proto_rawDesc = "" +
 	"\x14grpc_timeout_seconds\x18\x06 \x01(\x03R\x12grpcTimeoutSeconds\x124\n" +
 	"\n" +
 	"local_sync\x18\a \x01(\v2\x15.ptypes.FileLocalSyncR\tlocalSync\x12V\n" +
-	"\x10from_address_map\x18\b \x03(\v2,.ptypes.FilesSyncRequest.FromAddressMapEntryR\x0efromAddressMap\x1aA\n" +
+	"\x10from_address_map\x18\b \x03(\v2,.ptypes.FilesSyncRequest.FromAddressMapEntryR\x0efromAddressMap\x12G\n" +
+	" bandwidth_limit_bytes_per_second\x18\xe8\a \x01(\x03R\x1cbandwidthLimitBytesPerSecond\x1aA\n" +
 	"\x13FromAddressMapEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
 	"\x05value\x18\x02 \x01(\bR\x05value:\x028\x01\"\xae\x02\n" +

@@ -43,10 +43,12 @@ type backupTask struct {
 	cancel context.CancelFunc
 }
 
-// Create starts a backup of a snapshot: it opens the target, locks the
-// backup volume and decides full or incremental before it returns (so a
-// bad target, a missing snapshot or a lock held by a deletion fail here),
-// then uploads in the background; Status reports progress.
+// Create starts a backup of a snapshot: it opens the target, writes the
+// backup volume's lock file and decides full or incremental before it
+// returns (so a bad target or a missing snapshot fail here), then acquires
+// the lock and uploads in the background, the first blocks while the lock
+// is awaited; Status reports progress, and a lock held by a deletion past
+// Longhorn's 30 s fails the backup there.
 func (m *Manager) Create(ctx context.Context, req CreateRequest) (CreateResult, error) {
 	if err := backupstore.ValidateName("volume", req.VolumeName); err != nil {
 		return CreateResult{}, err

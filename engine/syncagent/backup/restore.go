@@ -74,7 +74,8 @@ func (m *Manager) CancelRestore() {
 // blocks that differ are fetched into volume-delta-<last>.img, then folded
 // into the disk (Longhorn's incremental restore of DR volumes). A failed or
 // canceled restore leaves the disk as it was. The target is opened, the
-// backup loaded and the lock taken before Restore returns.
+// backup loaded and the lock file written before Restore returns; the lock
+// is acquired while the first blocks already move into the temporary file.
 func (m *Manager) Restore(ctx context.Context, req RestoreRequest) error {
 	snap, ok := replica.SnapshotName(req.SnapshotDiskName)
 	if !ok {

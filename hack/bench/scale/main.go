@@ -52,6 +52,7 @@ func parseFlags() options {
 	flag.StringVar(&o.rebuild.data, "rebuild-data", "1073741824,4294967296", "part 2: written bytes per run")
 	flag.DurationVar(&o.rebuild.quiet, "quiet", 15*time.Second, "part 2: QD1 latency window without a rebuild")
 	flag.StringVar(&o.rebuild.alt, "longhorn-alt", "", "part 2: a second longhorn binary measured right after the first at each size (A/B)")
+	flag.Int64Var(&o.rebuild.limit, "rebuild-limit", 40, "part 2: MB/s (2^20 B/s) of the limited variant measured after the unlimited one at each size, 0 = none")
 	flag.BoolVar(&o.keep, "keep", false, "keep the directory (logs, fio outputs)")
 	flag.Parse()
 	return o

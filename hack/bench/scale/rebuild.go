@@ -20,20 +20,42 @@ import (
 // the checksum-skipping rebuild (delta), while a 4 KiB random write load at
 // depth 1 runs on the first eighth of the volume; its p99 is compared with
 // the same load without a rebuild. The physical limit is fio's sequential
-// write of D bytes, direct=1, to a file in the same directory.
+// write of D bytes, direct=1, to a file in the same directory. Each size
+// runs unlimited, then with the rebuild bandwidth limit -rebuild-limit
+// (add-replica --replica-rebuilding-bandwidth-limit), in the same run.
 
 // rebuildOptions are part 2's knobs.
 type rebuildOptions struct {
 	data  string        // comma-separated data sizes, bytes
 	quiet time.Duration // length of the client load without a rebuild
 	alt   string        // a second longhorn binary, measured after the first at each size (A/B)
+	limit int64         // MB/s of the limited variant, 0 = none
+}
+
+// rebuildVariant is one measurement of a size: a binary and a limit.
+type rebuildVariant struct {
+	name, bin string
+	limit     int64
+}
+
+// variants lists the runs of one size: unlimited, limited (o.limit), alt.
+func (o rebuildOptions) variants(bin string) []rebuildVariant {
+	out := []rebuildVariant{{"default", bin, 0}}
+	if o.limit > 0 {
+		out = append(out, rebuildVariant{"limit", bin, o.limit})
+	}
+	if o.alt != "" {
+		out = append(out, rebuildVariant{"alt", o.alt, 0})
+	}
+	return out
 }
 
 // RebuildRun is one data size's rebuild measurement.
 type RebuildRun struct {
 	DataBytes   int64     `json:"data_bytes"`
-	Binary      string    `json:"binary"`        // "default" or "alt" (-longhorn-alt)
-	Disk        FioResult `json:"disk_seqwrite"` // the physical limit
+	Binary      string    `json:"binary"`         // "default", "limit" (-rebuild-limit) or "alt" (-longhorn-alt)
+	LimitMBps   int64     `json:"limit_mb_per_s"` // rebuild bandwidth limit, 0 = none
+	Disk        FioResult `json:"disk_seqwrite"`  // the physical limit
 	FullSecs    float64   `json:"full_s"`
 	FullMiBps   float64   `json:"full_mib_per_s"`
 	DeltaSecs   float64   `json:"delta_s"`
@@ -53,17 +75,12 @@ func runRebuild(ctx context.Context, e *env, o rebuildOptions, w io.Writer) []Re
 			out = append(out, RebuildRun{Err: fmt.Sprintf("-rebuild-data %q: want multiples of 131072 bytes, at least 1 MiB", f)})
 			continue
 		}
-		bins := map[string]string{"default": e.longhorn}
-		names := []string{"default"}
-		if o.alt != "" {
-			bins["alt"], names = o.alt, append(names, "alt")
-		}
-		for _, b := range names {
-			fmt.Fprintf(w, "  part 2: %d MiB of data, %s binary ...", d>>20, b)
+		for _, vr := range o.variants(e.longhorn) {
+			fmt.Fprintf(w, "  part 2: %d MiB of data, %s (limit %d MB/s) ...", d>>20, vr.name, vr.limit)
 			eb := *e
-			eb.longhorn = bins[b]
-			r := rebuildOnce(ctx, &eb, o, d, b)
-			r.Binary = b
+			eb.longhorn = vr.bin
+			r := rebuildOnce(ctx, &eb, o, d, vr)
+			r.Binary, r.LimitMBps = vr.name, vr.limit
 			if r.Err != "" {
 				fmt.Fprintf(w, " error: %s\n", r.Err)
 			} else {
@@ -80,16 +97,16 @@ func runRebuild(ctx context.Context, e *env, o rebuildOptions, w io.Writer) []Re
 }
 
 // rebuildOnce measures one data size.
-func rebuildOnce(ctx context.Context, e *env, o rebuildOptions, d int64, binary string) RebuildRun {
+func rebuildOnce(ctx context.Context, e *env, o rebuildOptions, d int64, vr rebuildVariant) RebuildRun {
 	r := RebuildRun{DataBytes: d}
 	var err error
 	if r.Disk, err = diskSeqWrite(ctx, e.dir, d); err != nil {
 		r.Err = err.Error()
 		return r
 	}
-	vs, err := e.startVolumes(ctx, fmt.Sprintf("rb%d%s-v", d>>20, binary), 1, 3, 2*d, nil)
+	vs, err := e.startVolumes(ctx, fmt.Sprintf("rb%d%s-v", d>>20, vr.name), 1, 3, 2*d, nil)
 	if err == nil {
-		err = rebuildMeasure(ctx, e, o, vs[0], &r)
+		err = rebuildMeasure(ctx, e, o, vs[0], &r, vr.limit)
 	}
 	if err != nil {
 		r.Err = err.Error()
@@ -109,7 +126,7 @@ func diskSeqWrite(ctx context.Context, dir string, d int64) (FioResult, error) {
 }
 
 // rebuildMeasure fills v, measures the quiet client, then the two rebuilds.
-func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r *RebuildRun) error {
+func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r *RebuildRun, limit int64) error {
 	fill := append([]string{"--rw=write:64k", "--bs=64k", "--iodepth=16", "--size=" + strconv.FormatInt(2*r.DataBytes, 10)}, nbdArgs(v.uri)...)
 	if _, err := runFio(ctx, e.dir, "fill", false, 20*time.Minute, fill...); err != nil {
 		return err
@@ -129,7 +146,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if err != nil {
 		return err
 	}
-	if r.FullSecs, r.DuringFull, err = e.rebuildUnderLoad(ctx, v, fresh, false, client); err != nil {
+	if r.FullSecs, r.DuringFull, err = e.rebuildUnderLoad(ctx, v, fresh, false, limit, client); err != nil {
 		return err
 	}
 	r.FullMiBps = float64(r.DataBytes) / (1 << 20) / r.FullSecs
@@ -146,7 +163,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if err != nil {
 		return err
 	}
-	r.DeltaSecs, r.DuringDelta, err = e.rebuildUnderLoad(ctx, v, back, true, client)
+	r.DeltaSecs, r.DuringDelta, err = e.rebuildUnderLoad(ctx, v, back, true, limit, client)
 	return err
 }
 
@@ -172,9 +189,10 @@ func (e *env) dropReplica(ctx context.Context, v *volume, rep *replica) error {
 }
 
 // rebuildUnderLoad adds rep to v (fast selects the checksum-skipping
-// rebuild) while the client load runs, and returns the rebuild's time and
-// the client's result over it (fio is interrupted when the rebuild ends).
-func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fast bool, client []string) (float64, FioResult, error) {
+// rebuild, limit its bandwidth limit in MB/s) while the client load runs,
+// and returns the rebuild's time and the client's result over it (fio is
+// interrupted when the rebuild ends).
+func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fast bool, limit int64, client []string) (float64, FioResult, error) {
 	if err := waitReplica(ctx, rep); err != nil {
 		return 0, FioResult{}, err
 	}
@@ -195,6 +213,9 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 	add := []string{"add-replica", "--wait"}
 	if fast {
 		add = append(add, "--fast-sync")
+	}
+	if limit > 0 {
+		add = append(add, "--replica-rebuilding-bandwidth-limit", strconv.FormatInt(limit, 10))
 	}
 	t0 := time.Now()
 	err := e.ctl(ctx, v, append(add, rep.addr)...)
@@ -233,7 +254,7 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 		return
 	}
 	fmt.Fprintln(w, "\nPart 2: rebuild of 1 of 3 replicas (data in 64 KiB extents, 64 KiB holes; client 4 KiB randwrite QD1)")
-	fmt.Fprintf(w, "%8s %-7s %10s %14s %9s %8s %10s %10s %10s | %s\n", "data", "binary", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
+	fmt.Fprintf(w, "%8s %-7s %6s %10s %14s %9s %8s %10s %10s %10s | %s\n", "data", "variant", "MB/s", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
 		"x full", "p99 quiet", "full/delta", "loadavg")
 	for _, r := range runs {
 		if r.Err != "" {
@@ -242,8 +263,12 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 		}
 		xd, xf := r.FullMiBps/r.Disk.MiBps, r.DeltaSecs/r.FullSecs
 		pf, pd := r.DuringFull.P99us/r.Quiet.P99us, r.DuringDelta.P99us/r.Quiet.P99us
-		fmt.Fprintf(w, "%6dMi %-7s %10.0f %6.1f (%5.0f) %5.2f %-3s %7.1f %5.2f %-4s %8.0fus %4.1fx|%4.1fx %s | %s\n",
-			r.DataBytes>>20, r.Binary, r.Disk.MiBps, r.FullSecs, r.FullMiBps, xd, mark(xd >= targetFullVsDisk), r.DeltaSecs, xf,
+		limit := "-"
+		if r.LimitMBps > 0 {
+			limit = strconv.FormatInt(r.LimitMBps, 10)
+		}
+		fmt.Fprintf(w, "%6dMi %-7s %6s %10.0f %6.1f (%5.0f) %5.2f %-3s %7.1f %5.2f %-4s %8.0fus %4.1fx|%4.1fx %s | %s\n",
+			r.DataBytes>>20, r.Binary, limit, r.Disk.MiBps, r.FullSecs, r.FullMiBps, xd, mark(xd >= targetFullVsDisk), r.DeltaSecs, xf,
 			mark(xf <= targetDeltaVsFull), r.Quiet.P99us, pf, pd, mark(pf <= targetP99 && pd <= targetP99), r.LoadAvg)
 	}
 	fmt.Fprintf(w, "Targets: full >= %.1fx disk seq write, delta <= %.1fx full time, client p99 <= %.0fx without a rebuild\n",
