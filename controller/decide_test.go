@@ -228,6 +228,27 @@ func TestSelectTicketAndAttachNode(t *testing.T) {
 	if n, _ := decideAttachNode(v, tickets); n != "n2" {
 		t.Fatalf("a ticket still wants n2, got %q", n)
 	}
+	// attached in maintenance mode (a clone) while a CSI ticket for the
+	// same node comes in: stays while the clone's ticket is there, then
+	// detaches so that the CSI ticket gets the frontend
+	v.Spec.DisableFrontend = true
+	if n, _ := decideAttachNode(v, tickets); n != "" {
+		t.Fatalf("only a frontend ticket wants n2 while the frontend is disabled: detach first, got %q", n)
+	}
+	clone := tk("volume-clone-controller-x", longhorn.AttacherTypeVolumeCloneController, "n2")
+	clone.Parameters = map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.TrueValue}
+	tickets[clone.ID] = clone
+	if n, _ := decideAttachNode(v, tickets); n != "n2" {
+		t.Fatalf("the clone's ticket still wants n2 in maintenance mode, got %q", n)
+	}
+	delete(tickets, clone.ID)
+	tickets["snapshot-any"] = tk("snapshot-any", longhorn.AttacherTypeSnapshotController, "n2")
+	tickets["snapshot-any"].Parameters = map[string]string{longhorn.AttachmentParameterDisableFrontend: longhorn.AnyValue}
+	if n, _ := decideAttachNode(v, tickets); n != "n2" {
+		t.Fatalf("a ticket taking any frontend setting keeps n2, got %q", n)
+	}
+	delete(tickets, "snapshot-any")
+	v.Spec.DisableFrontend = false
 	delete(tickets, "csi-attacher-b")
 	if n, _ := decideAttachNode(v, tickets); n != "" {
 		t.Fatalf("no ticket for n2: detach first, got %q", n)

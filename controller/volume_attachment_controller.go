@@ -58,13 +58,16 @@ func selectTicket(tickets map[string]*longhorn.AttachmentTicket) *longhorn.Attac
 }
 
 // decideAttachNode returns the node the volume should be attached to: it
-// stays where it is while some ticket still asks for that node; a volume
-// with no ticket for its node detaches first; a detached volume goes to the
-// selected ticket's node.
+// stays where it is while some ticket for that node accepts its frontend
+// setting (so a ticket that comes in never interrupts the one the volume
+// serves); a volume with no such ticket (none for its node, or only ones
+// that want the other frontend setting: a clone finished in maintenance
+// mode while a CSI ticket for the same node came in) detaches first; a
+// detached volume goes to the selected ticket's node.
 func decideAttachNode(v *longhorn.Volume, tickets map[string]*longhorn.AttachmentTicket) (node string, by *longhorn.AttachmentTicket) {
 	if v.Spec.NodeID != "" {
 		for _, t := range tickets {
-			if t != nil && t.NodeID == v.Spec.NodeID {
+			if t != nil && t.NodeID == v.Spec.NodeID && frontendAccepted(t, v.Spec.DisableFrontend) {
 				return v.Spec.NodeID, nil
 			}
 		}
@@ -77,6 +80,19 @@ func decideAttachNode(v *longhorn.Volume, tickets map[string]*longhorn.Attachmen
 		return t.NodeID, t
 	}
 	return "", nil
+}
+
+// frontendAccepted reports whether ticket t accepts a volume attached with
+// the frontend disabled (disabled) or up: parameter disableFrontend "true"
+// wants it disabled, "any" takes either, anything else wants it up.
+func frontendAccepted(t *longhorn.AttachmentTicket, disabled bool) bool {
+	switch t.Parameters[longhorn.AttachmentParameterDisableFrontend] {
+	case longhorn.AnyValue:
+		return true
+	case longhorn.TrueValue:
+		return disabled
+	}
+	return !disabled
 }
 
 // syncVolumeAttachment reconciles one volume's attachment.

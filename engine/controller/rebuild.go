@@ -224,18 +224,23 @@ func (c *Controller) rebuild(ctx context.Context, b *backend, rb *rebuildState, 
 		FromAddress: sources[0], FromAddressMap: fromMap, ToHost: b.rem.host, SyncFileInfoList: files,
 		FastSync: req.FastSync, FileSyncHttpClientTimeout: int32(req.FileSyncHTTPClientTimeout),
 		GrpcTimeoutSeconds: int64(filesSyncTimeout / time.Second), BandwidthLimitBytesPerSecond: req.BandwidthLimit * syncagent.MiB}
+	t0 := time.Now()
 	if err := c.filesSync(ctx, b, rb, syncReq); err != nil {
 		return err
 	}
+	t1 := time.Now()
 	rctx, rcancel := callCtx(ctx)
 	_, err = b.rem.ctl.ReplicaReload(rctx, empty)
 	rcancel()
 	if err != nil {
 		return fmt.Errorf("reload %s: %w", b.addr, err)
 	}
+	t2 := time.Now()
 	if err := c.VerifyRebuild(ctx, b.addr); err != nil {
 		return err
 	}
+	c.log.WithFields(map[string]any{"replica": b.addr, "sync": t1.Sub(t0).Round(time.Millisecond).String(),
+		"reload": t2.Sub(t1).Round(time.Millisecond).String(), "verify": time.Since(t2).Round(time.Millisecond).String()}).Info("rebuild: files synced")
 	cctx, cancel := callCtx(ctx)
 	defer cancel()
 	if _, err := b.rem.ctl.RebuildingSet(cctx, &enginerpc.RebuildingSetRequest{Rebuilding: false}); err != nil {

@@ -258,19 +258,7 @@ func TestLiveUpgradeHandOver(t *testing.T) {
 		}
 	}
 
-	want := make([]byte, size)
-	for c, p := range model {
-		if p != 0 {
-			copy(want[int64(c)*chunk:], bytes.Repeat([]byte{p}, chunk))
-		}
-	}
-	img := filepath.Join(t.TempDir(), "volume.raw")
-	run(t, 2*time.Minute, "nbdcopy", e2.uri(), img)
-	got, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifyModel(t, "volume through the new engine", got, want, chunk)
+	want := verifyVolume(t, "volume through the new engine", e2, model, size, chunk)
 	verifyModel(t, "new replica 1", n1.readAll(size), want, chunk)
 	verifyModel(t, "new replica 2", n2.readAll(size), want, chunk)
 	t.Logf("bytes verified: %d (volume) + 2 x %d (replicas); %d rounds of 8 x 64 KiB writes",
@@ -295,6 +283,27 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// verifyVolume reads the whole volume through engine e's NBD export with
+// nbdcopy and checks it against model (the last pattern byte written per
+// chunk, 0 = never written); it returns the expected image.
+func verifyVolume(t *testing.T, what string, e *engineProc, model []byte, size, chunk int64) []byte {
+	t.Helper()
+	want := make([]byte, size)
+	for c, p := range model {
+		if p != 0 {
+			copy(want[int64(c)*chunk:], bytes.Repeat([]byte{p}, int(chunk)))
+		}
+	}
+	img := filepath.Join(t.TempDir(), "volume.raw")
+	run(t, 2*time.Minute, "nbdcopy", e.uri(), img)
+	got, err := os.ReadFile(img)
+	if err != nil {
+		t.Fatal(err)
+	}
+	verifyModel(t, what, got, want, chunk)
+	return want
 }
 
 func verifyModel(t *testing.T, what string, got, want []byte, chunk int64) {
@@ -415,19 +424,7 @@ func TestLiveUpgradeAbort(t *testing.T) {
 	if m := e1.modes(); m[r1.addr] != "RW" || m[r2.addr] != "RW" {
 		t.Fatalf("old engine replicas after the abort: %v", m)
 	}
-	want := make([]byte, size)
-	for c, p := range model {
-		if p != 0 {
-			copy(want[int64(c)*chunk:], bytes.Repeat([]byte{p}, chunk))
-		}
-	}
-	img := filepath.Join(t.TempDir(), "volume.raw")
-	run(t, 2*time.Minute, "nbdcopy", e1.uri(), img)
-	got, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifyModel(t, "volume through the old engine after the abort", got, want, chunk)
+	verifyVolume(t, "volume through the old engine after the abort", e1, model, size, chunk)
 }
 
 // TestLiveUpgradeNewEngineKilled: the new engine is killed after the old
@@ -493,19 +490,7 @@ func TestLiveUpgradeNewEngineKilled(t *testing.T) {
 	if m := e1.modes(); m[r1.addr] != "RW" || m[r2.addr] != "RW" {
 		t.Fatalf("old engine replicas: %v", m)
 	}
-	want := make([]byte, size)
-	for c, p := range model {
-		if p != 0 {
-			copy(want[int64(c)*chunk:], bytes.Repeat([]byte{p}, chunk))
-		}
-	}
-	img := filepath.Join(t.TempDir(), "volume.raw")
-	run(t, 2*time.Minute, "nbdcopy", e1.uri(), img)
-	got, err := os.ReadFile(img)
-	if err != nil {
-		t.Fatal(err)
-	}
-	verifyModel(t, "volume through the old engine after the self-abort", got, want, chunk)
+	verifyVolume(t, "volume through the old engine after the self-abort", e1, model, size, chunk)
 	for _, p := range []string{e1.sock + ".prev", e1.sock + ".upgrade"} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Fatalf("%s left behind: %v", p, err)

@@ -189,6 +189,7 @@ func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*
 	if req.GetBandwidthLimitBytesPerSecond() < 0 {
 		return nil, invalid(fmt.Errorf("bandwidth_limit_bytes_per_second %d: want 0 (no limit) or more", req.GetBandwidthLimitBytesPerSecond()))
 	}
+	t0 := time.Now()
 	st, err := SendFile(ctx, p, hostPort(req.GetHost(), int(req.GetPort())), SendOptions{
 		FastSync:       req.GetFastSync(),
 		DirectIO:       !strings.HasSuffix(req.GetFromFileName(), ".meta"),
@@ -199,7 +200,7 @@ func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*
 		return nil, status.Errorf(codes.Internal, "send %s: %v", req.GetFromFileName(), err)
 	}
 	a.log.WithFields(logrus.Fields{"file": req.GetFromFileName(), "sent": st.Sent, "skipped": st.Skipped,
-		"holes": st.Holes}).Debug("sync agent: file sent")
+		"holes": st.Holes, "took": time.Since(t0).Round(time.Millisecond).String()}).Info("sync agent: file sent")
 	return &emptypb.Empty{}, nil
 }
 

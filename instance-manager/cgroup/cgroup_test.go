@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -235,4 +236,46 @@ func TestV1Host(t *testing.T) {
 			t.Errorf("%s = %q, want %q", file, got, want)
 		}
 	}
+}
+
+// TestV1CPULimitHolds: a busy loop in a group limited to 200m gets at most
+// about a fifth of a CPU (its utime+stime over 1.5 s of wall time).
+func TestV1CPULimitHolds(t *testing.T) {
+	l, err := DetectHostLayout()
+	if err != nil || l.Version != 1 || os.Geteuid() != 0 || testing.Short() {
+		t.Skipf("needs root on a cgroup v1 host (layout %+v, %v)", l, err)
+	}
+	m, err := New(Options{Layout: l, Name: StalePrefix + "cpu-" + strconv.Itoa(os.Getpid())})
+	must(t, err)
+	defer func() { must(t, m.Close()) }()
+	g, err := m.Create("busy", Limits{CPUMillis: 200})
+	must(t, err)
+	cmd := exec.Command("sh", "-c", "while :; do :; done")
+	must(t, cmd.Start())
+	defer func() {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		must(t, g.Remove())
+	}()
+	must(t, g.Add(cmd.Process.Pid))
+	start := cpuSeconds(t, cmd.Process.Pid)
+	time.Sleep(1500 * time.Millisecond)
+	used := cpuSeconds(t, cmd.Process.Pid) - start
+	t.Logf("busy loop limited to 200m: %.2f s CPU in 1.5 s", used)
+	if used > 0.45 {
+		t.Fatalf("busy loop used %.2f s CPU in 1.5 s, limit 0.2 CPU (0.3 s)", used)
+	}
+}
+
+// cpuSeconds is utime+stime of pid from /proc/PID/stat (clock ticks of 1/100 s).
+func cpuSeconds(t *testing.T, pid int) float64 {
+	t.Helper()
+	b := read(t, "/proc/"+strconv.Itoa(pid)+"/stat")
+	f := strings.Fields(b[strings.LastIndexByte(b, ')')+2:])
+	u, err1 := strconv.Atoi(f[11])
+	s, err2 := strconv.Atoi(f[12])
+	if err1 != nil || err2 != nil {
+		t.Fatalf("stat %q", b)
+	}
+	return float64(u+s) / 100
 }

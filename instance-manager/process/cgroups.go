@@ -24,23 +24,36 @@ func (m *Manager) isolate(spec Spec, uuid string) (*cgroup.Group, error) {
 	if errors.Is(err, cgroup.ErrNotEnforceable) {
 		return nil, fmt.Errorf("%w: process %q: %v", ErrFailedPrecondition, spec.Name, err)
 	}
+	if err != nil && spec.Limits.IsZero() {
+		// Nothing to enforce: run it in the instance manager's cgroup.
+		m.cfg.Logger.WithError(err).WithField("process", spec.Name).Warn("no cgroup of its own for the process")
+		return nil, nil
+	}
 	if err != nil {
 		return nil, fmt.Errorf("process %q: %w", spec.Name, err)
 	}
 	return g, nil
 }
 
-// joinCgroup moves a just started process into its group; on failure the
-// process is killed and reaped (its limits would not hold).
-func (m *Manager) joinCgroup(run Running, g *cgroup.Group, log io.Writer) error {
+// joinCgroup moves a just started process into its group and returns the
+// group. On failure the group is removed; a process with limits is killed
+// and reaped (its limits would not hold), one without keeps running in the
+// instance manager's cgroup (nil group, nil error).
+func (m *Manager) joinCgroup(run Running, g *cgroup.Group, spec Spec, log io.Writer) (*cgroup.Group, error) {
 	err := g.Add(run.PID())
 	if err == nil {
 		fmt.Fprintf(log, "=== instance manager: process %d in cgroup %v\n", run.PID(), g.Dirs())
-		return nil
+		return g, nil
+	}
+	if spec.Limits.IsZero() {
+		fmt.Fprintf(log, "=== instance manager: process %d stays in the instance manager's cgroup: %v\n", run.PID(), err)
+		_ = g.Remove()
+		return nil, nil
 	}
 	_ = run.Signal(syscall.SIGKILL)
 	_ = run.Wait()
-	return fmt.Errorf("%w: cgroup: %v", ErrFailedPrecondition, err)
+	_ = g.Remove()
+	return nil, fmt.Errorf("%w: cgroup: %v", ErrFailedPrecondition, err)
 }
 
 // cgroupName is the group directory of one run: the process name (cut to

@@ -180,3 +180,43 @@ func mapValues(m map[string]string) []string {
 	}
 	return out
 }
+
+// TestCgroupFailureWithoutLimits: when the process's group cannot be made
+// (here its parent is no directory), a process without limits still runs,
+// in the instance manager's cgroup; one with limits is refused.
+func TestCgroupFailureWithoutLimits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("-short: starts processes")
+	}
+	root := t.TempDir()
+	own := filepath.Join(root, "im")
+	if err := os.MkdirAll(own, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(own, "cgroup.controllers"), []byte("cpu memory io\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cg, err := cgroup.New(cgroup.Options{Layout: cgroup.Layout{Version: 2, V2: own}, Name: "g", Root: root})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(filepath.Join(own, "g")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(own, "g"), nil, 0o644); err != nil { // no directory: mkdir below fails
+		t.Fatal(err)
+	}
+	m := newOSManager(t, 5)
+	m.cfg.Cgroups = cg
+	sub := m.Subscribe()
+	defer sub.Close()
+	if _, err := m.Create(listenerSpec(t, "plain", 1), Meta{}); err != nil {
+		t.Fatalf("a process without limits must run without a cgroup of its own: %v", err)
+	}
+	waitEvent(t, sub, "plain running", named("plain", StateRunning, false))
+	limited := listenerSpec(t, "limited", 1)
+	limited.Limits = cgroup.Limits{CPUMillis: 100}
+	if _, err := m.Create(limited, Meta{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Fatalf("limits without a group: %v", err)
+	}
+}

@@ -241,7 +241,7 @@ func (m *Manager) startLocked(spec Spec, meta Meta) (*proc, error) {
 	fmt.Fprintf(log, "=== %s instance manager: starting %s %q (ports %d-%d)\n", time.Now().UTC().Format(time.RFC3339), spec.Binary, args, start, end)
 	run, err := m.cfg.Executor.Start(Command{Binary: spec.Binary, Args: args, Output: log})
 	if err == nil && grp != nil {
-		err = m.joinCgroup(run, grp, log)
+		grp, err = m.joinCgroup(run, grp, spec, log)
 	}
 	if err != nil {
 		fmt.Fprintf(log, "=== start failed: %v\n", err)
