@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/testbed/framework"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // Bounds of TestDrainPolicies: a refused drain gives up after
@@ -33,6 +35,9 @@ const (
 //     replica runs), drained once it is detached;
 //   - block-for-eviction: the drain cordons the node, the replica is evicted
 //     (rebuilt on another node, then removed) and only then the drain ends;
+//   - block-for-eviction-if-contains-last-replica: with a second, 2-replica
+//     volume also on the node, only the last replica is evicted before the
+//     drain ends; the other volume's replica there is not (drainEvictsLastReplicaOnly);
 //   - always-allow: refused while the volume's engine runs on the node (the
 //     PDB stays under every policy until the node's volumes are detached,
 //     as Longhorn's); with the engine on another node, drained although the
@@ -42,7 +47,7 @@ const (
 // After every drain the node is uncordoned and its instance-manager pod
 // waited for Running; the data reads back intact after each case.
 func TestDrainPolicies(t *testing.T) {
-	e := setupWithin(t, 4*time.Minute)
+	e := setupWithin(t, 6*time.Minute)
 	const vol = "e2e-drain"
 	e.setSetting("node-drain-policy", "block-if-contains-last-replica")
 	e.createVolume(vol, 1)
@@ -86,6 +91,9 @@ func TestDrainPolicies(t *testing.T) {
 		t.Logf("drain of %s ended %.1fs after it began, the replica evicted: %s", holder, time.Since(t0).Seconds(), replicaSummary(rs))
 		e.verifyData(ep, data)
 		e.detach(vol)
+	})
+	t.Run("block-for-eviction-if-contains-last-replica", func(t *testing.T) {
+		e.in(t).drainEvictsLastReplicaOnly(vol, data)
 	})
 	t.Run("always-allow", func(t *testing.T) {
 		e := e.in(t)
@@ -226,4 +234,94 @@ func (e *testEnv) instanceManagerName(ctx context.Context, node string) (string,
 		}
 	}
 	return "", errors.New("no instance manager on " + node)
+}
+
+// drainEvictsLastReplicaOnly is the block-for-eviction-if-contains-last-
+// replica case: the node X holding vol's only replica also holds one of the
+// two replicas of a second volume (made while the third node takes no
+// replicas); both are attached on another node Y. `kubectl drain X` ends
+// once vol's replica is rebuilt off X; the second volume's replica on X is
+// never marked for eviction and no replica of it is made elsewhere (it is
+// not a last replica), and once X is back it is healthy again on X and Y.
+// Both data sets read back intact.
+func (e *testEnv) drainEvictsLastReplicaOnly(vol string, data framework.DataSet) {
+	t := e.t
+	const vol2 = "e2e-drain-2"
+	e.must(e.f.SetSetting(e.ctx, "node-drain-policy", "block-for-eviction-if-contains-last-replica"))
+	rs, err := e.f.Replicas(e.ctx, vol)
+	e.must(err)
+	x := rs[0].Node
+	y := e.c.NodeName(e.nodeIndex(x)%e.c.Nodes + 1)
+	z := e.c.NodeName(e.nodeIndex(y)%e.c.Nodes + 1)
+	e.updateNode(z, func(n *longhorn.Node) { n.Spec.AllowScheduling = false })
+	t.Cleanup(func() { e.updateNode(z, func(n *longhorn.Node) { n.Spec.AllowScheduling = true }) })
+	e.createVolume(vol2, 2)
+	e.updateNode(z, func(n *longhorn.Node) { n.Spec.AllowScheduling = true })
+	onNodes(e, vol2, x, y)
+	ep := e.attach(vol, y)
+	ep2 := e.attach(vol2, y)
+	e.waitHealthy(vol, 1, rebuildTimeout)
+	before := e.waitHealthy(vol2, 2, rebuildTimeout)
+	data2 := framework.DataSet{Seed: 73, Offset: 0, Size: dataSize}
+	e.writeData(ep2, data2)
+	e.waitPDB(x, true)
+
+	flagged := e.watchEvictionFlags(vol2)
+	made := e.watchNewReplicas(vol2, before)
+	t0 := time.Now()
+	e.drain(x, drainEvictTimeout)
+	rs = e.waitReplicas(vol, "its replica off "+x, time.Minute, func(rs []framework.Replica) bool {
+		return len(rs) == 1 && rs[0].Node != x && framework.HealthyReplicas(rs) == 1
+	})
+	t.Logf("drain of %s ended %.1fs after it began, %s's last replica evicted: %s", x, time.Since(t0).Seconds(), vol, replicaSummary(rs))
+	rs2 := e.waitReplicas(vol2, "healthy again on "+x+" and "+y, rebuildTimeout, placedOn(x, y))
+	if got := flagged.stop(); len(got) > 0 {
+		t.Errorf("%s's replicas marked for eviction though not last replicas: %v", vol2, got)
+	}
+	if got := made.stop(); len(got) > 0 {
+		t.Errorf("replicas made for %s during the drain: %v", vol2, got)
+	}
+	t.Logf("%s kept its replica on %s: %s", vol2, x, replicaSummary(rs2))
+	e.verifyData(ep, data)
+	e.verifyData(ep2, data2)
+	e.detach(vol2)
+	e.detach(vol)
+}
+
+// evictionFlags records the replicas of a volume seen with
+// spec.evictionRequested (from a watch).
+type evictionFlags struct {
+	mu   sync.Mutex
+	seen map[string]string
+	stop func() map[string]string
+}
+
+// watchEvictionFlags starts an evictionFlags; its stop ends the watch and
+// returns replica name -> node of those flagged.
+func (e *testEnv) watchEvictionFlags(vol string) *evictionFlags {
+	e.t.Helper()
+	w, err := e.f.LH.LonghornV1beta2().Replicas(framework.Namespace).Watch(e.ctx, metav1.ListOptions{
+		LabelSelector: types.LonghornLabelVolume + "=" + vol})
+	e.must(err)
+	f := &evictionFlags{seen: map[string]string{}}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for ev := range w.ResultChan() {
+			if r, ok := ev.Object.(*longhorn.Replica); ok && r.Spec.EvictionRequested {
+				f.mu.Lock()
+				f.seen[r.Name] = r.Spec.NodeID
+				f.mu.Unlock()
+			}
+		}
+	}()
+	f.stop = func() map[string]string {
+		w.Stop()
+		<-done
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		return f.seen
+	}
+	e.t.Cleanup(func() { f.stop() })
+	return f
 }
