@@ -4,7 +4,8 @@
 // volume capacity, actual size, state and robustness, the engine's I/O
 // throughput, IOPS and latency, node status and storage, disk storage, and
 // the CPU and memory of the instance managers (with their pods' requests)
-// and of the manager itself, read from the proc file system.
+// and of the manager itself, read from the proc file system, and the size
+// and state of backups and snapshots (backup.go).
 // Like Longhorn's collectors, each manager reports the volumes it owns
 // (status.ownerID) and its own node, so a scrape of every manager pod
 // covers the cluster once; longhorn_node_count_total counts every node.
@@ -34,6 +35,8 @@ type Source interface {
 	ListEngines(ctx context.Context, volume string) ([]*longhorn.Engine, error)
 	ListNodes(ctx context.Context) ([]*longhorn.Node, error)
 	ListInstanceManagers(ctx context.Context) ([]*longhorn.InstanceManager, error)
+	ListBackups(ctx context.Context) ([]*longhorn.Backup, error)
+	ListSnapshots(ctx context.Context, volume string) ([]*longhorn.Snapshot, error)
 }
 
 // EngineMetricsFunc returns the I/O metrics of the engine serving at
@@ -132,7 +135,7 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 		descDiskCapacity, descDiskUsage, descDiskReservation} {
 		ch <- d
 	}
-	for _, d := range resourceDescs {
+	for _, d := range append(append([]*prometheus.Desc{}, resourceDescs...), backupDescs...) {
 		ch <- d
 	}
 }
@@ -144,6 +147,7 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.collectNodes(ctx, ch)
 	c.collectInstanceManagers(ctx, ch)
 	c.collectManager(ch)
+	c.collectBackups(ctx, ch)
 }
 
 func gauge(ch chan<- prometheus.Metric, d *prometheus.Desc, v float64, labels ...string) {
@@ -182,6 +186,7 @@ func (c *collector) collectVolumes(ctx context.Context, ch chan<- prometheus.Met
 		for _, r := range robustnesses {
 			gauge(ch, descVolumeRobustness, boolValue(rob == r), append(l, string(r))...)
 		}
+		c.collectSnapshots(ctx, ch, v)
 		if m, ok := c.engineMetrics(ctx, v); ok {
 			gauge(ch, descReadThroughput, float64(m.ReadThroughput), l...)
 			gauge(ch, descWriteThroughput, float64(m.WriteThroughput), l...)

@@ -30,6 +30,8 @@ type fakeSource struct {
 	engines map[string][]*longhorn.Engine
 	nodes   []*longhorn.Node
 	ims     []*longhorn.InstanceManager
+	backups []*longhorn.Backup
+	snaps   map[string][]*longhorn.Snapshot
 }
 
 func (f fakeSource) ListVolumes(context.Context) ([]*longhorn.Volume, error) { return f.vols, nil }
@@ -39,6 +41,10 @@ func (f fakeSource) ListEngines(_ context.Context, v string) ([]*longhorn.Engine
 func (f fakeSource) ListNodes(context.Context) ([]*longhorn.Node, error) { return f.nodes, nil }
 func (f fakeSource) ListInstanceManagers(context.Context) ([]*longhorn.InstanceManager, error) {
 	return f.ims, nil
+}
+func (f fakeSource) ListBackups(context.Context) ([]*longhorn.Backup, error) { return f.backups, nil }
+func (f fakeSource) ListSnapshots(_ context.Context, v string) ([]*longhorn.Snapshot, error) {
+	return f.snaps[v], nil
 }
 
 // scrape GETs /metrics from h and parses it with Prometheus' text parser.

@@ -29,3 +29,13 @@ func (s DataStoreSource) ListNodes(ctx context.Context) ([]*longhorn.Node, error
 func (s DataStoreSource) ListInstanceManagers(ctx context.Context) ([]*longhorn.InstanceManager, error) {
 	return s.DS.ListInstanceManagersRO(ctx, nil)
 }
+
+// ListBackups lists every backup.
+func (s DataStoreSource) ListBackups(ctx context.Context) ([]*longhorn.Backup, error) {
+	return s.DS.ListBackupsRO(ctx, nil)
+}
+
+// ListSnapshots lists the Snapshot objects of volume.
+func (s DataStoreSource) ListSnapshots(ctx context.Context, volume string) ([]*longhorn.Snapshot, error) {
+	return s.DS.ListSnapshotsByVolumeRO(ctx, volume)
+}

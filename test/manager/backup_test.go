@@ -124,6 +124,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	ep := c.hostEndpoint("n1", c.engineOf(src).Status.Endpoint)
 	qemuIO(t, ep, "write -P 0x11 0 6M", "write -P 0x22 30M 2M", "write -P 0x33 62M 2M")
 	b1 := c.backupOf(t, src, "bak-snap-1", "bak-backup-1")
+	checkBackupMetrics(t, c, b1, src, "bak-snap-1")
 
 	// restore into a new volume
 	start := time.Now()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"os/exec"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -13,6 +14,8 @@ import (
 	dto "github.com/prometheus/client_model/go"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
 // scrape GETs a manager's /metrics (port 9500) and parses it with
@@ -78,6 +81,37 @@ func checkMetrics(t *testing.T, c *cluster, vol string, size float64) {
 	if owners != 1 {
 		t.Errorf("%d managers report volume %s, want its owner only", owners, vol)
 	}
+}
+
+// checkBackupMetrics: the manager owning backup b reports it as Completed
+// (3) with its size, and the volume owner reports snapshot snap as user
+// created; no other manager reports either.
+func checkBackupMetrics(t *testing.T, c *cluster, b *longhorn.Backup, vol, snap string) {
+	t.Helper()
+	size, err := strconv.ParseFloat(b.Status.Size, 64)
+	if err != nil || size <= 0 {
+		t.Fatalf("backup %s size %q", b.Name, b.Status.Size)
+	}
+	bl := map[string]string{"backup": b.Name, "volume": vol}
+	sl := map[string]string{"snapshot": snap, "volume": vol, "user_created": "true"}
+	var backups, snaps int
+	c.eventually("backup and snapshot metrics", 30*time.Second, func() (bool, string) {
+		backups, snaps = 0, 0
+		var why []string
+		for _, n := range c.nodes {
+			fams := scrape(t, n.ip)
+			if v, ok := sample(fams, "longhorn_backup_state", bl); ok {
+				backups++
+				if sz, _ := sample(fams, "longhorn_backup_actual_size_bytes", bl); v != 3 || sz != size {
+					why = append(why, fmt.Sprintf("%s: state %v size %v, want 3 and %v", n.name, v, sz, size))
+				}
+			}
+			if _, ok := sample(fams, "longhorn_snapshot_actual_size_bytes", sl); ok {
+				snaps++
+			}
+		}
+		return backups == 1 && snaps == 1 && len(why) == 0, fmt.Sprintf("%d managers report the backup, %d the snapshot; %v", backups, snaps, why)
+	})
 }
 
 // ioSeries are the volume I/O metrics, in the order of ioSample.
