@@ -163,7 +163,6 @@ default-min-number-of-backing-image-copies: {accepted: ["","3"], message: "\"3\"
 backup-execution-timeout: {accepted: ["","1"], message: "\"1\""}
 rwx-volume-fast-failover: {accepted: ["","false"], message: "\"false\""}
 offline-replica-rebuilding: {accepted: ["","false"], message: "\"false\""}
-replica-rebuilding-bandwidth-limit: {accepted: ["","0"], message: "\"0\""}
 default-ublk-queue-depth: {accepted: ["","128"], message: "\"128\""}
 default-nvme-tcp-nr-io-queues: {accepted: ["","0"], message: "\"0\""}
 default-ublk-number-of-queue: {accepted: ["","1"], message: "\"1\""}
