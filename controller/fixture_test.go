@@ -131,6 +131,15 @@ func (f *fixture) cacheMatches() bool {
 			return false
 		}
 	}
+	// Node status (a cordon's Schedulable condition, disk status) is read
+	// by the volume controller too.
+	ns, _ := f.lh.LonghornV1beta2().Nodes(testNS).List(f.ctx, metav1.ListOptions{})
+	for _, n := range ns.Items {
+		c, err := f.ds.GetNodeRO(f.ctx, n.Name)
+		if err != nil || !reflect.DeepEqual(c.Spec, n.Spec) || !reflect.DeepEqual(c.Status, n.Status) {
+			return false
+		}
+	}
 	all, _ := f.ds.ListReplicasRO(f.ctx, nil)
 	return len(all) == len(rs.Items)
 }
