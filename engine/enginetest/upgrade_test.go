@@ -201,21 +201,10 @@ func TestLiveUpgradeHandOver(t *testing.T) {
 	e1 := startEngine(t, "upg", size, []*replicaProc{r1, r2})
 	q := startQemuShell(t, e1.sock, e1.vol)
 
-	model := make([]byte, size/chunk) // last pattern per chunk, 0 = never written
-	rng := rand.New(rand.NewSource(20))
-	pat := byte(0)
+	w := newModelWriter(q, size, chunk, 20)
 	var durs []time.Duration
 	write := func() time.Duration {
-		pat = pat%250 + 1
-		chunks := rng.Perm(len(model))[:8]
-		cs := make([]int64, len(chunks))
-		for i, c := range chunks {
-			cs[i] = int64(c)
-		}
-		d := q.round(cs, pat, chunk)
-		for _, c := range chunks {
-			model[c] = pat
-		}
+		d := w.round()
 		durs = append(durs, d)
 		return d
 	}
@@ -258,7 +247,7 @@ func TestLiveUpgradeHandOver(t *testing.T) {
 		}
 	}
 
-	want := verifyVolume(t, "volume through the new engine", e2, model, size, chunk)
+	want := verifyVolume(t, "volume through the new engine", e2, w.model, size, chunk)
 	verifyModel(t, "new replica 1", n1.readAll(size), want, chunk)
 	verifyModel(t, "new replica 2", n2.readAll(size), want, chunk)
 	t.Logf("bytes verified: %d (volume) + 2 x %d (replicas); %d rounds of 8 x 64 KiB writes",
@@ -283,6 +272,36 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
+}
+
+// modelWriter issues rounds of 8 writes of one pattern to random chunks
+// through a qemu-io shell and keeps the model of the last pattern per chunk
+// (0 = never written) that verifyVolume checks.
+type modelWriter struct {
+	q     *qemuShell
+	model []byte
+	rng   *rand.Rand
+	pat   byte
+	chunk int64
+}
+
+func newModelWriter(q *qemuShell, size, chunk int64, seed int64) *modelWriter {
+	return &modelWriter{q: q, model: make([]byte, size/chunk), rng: rand.New(rand.NewSource(seed)), chunk: chunk}
+}
+
+// round writes one round and returns how long the client took.
+func (w *modelWriter) round() time.Duration {
+	w.pat = w.pat%250 + 1
+	chunks := w.rng.Perm(len(w.model))[:8]
+	cs := make([]int64, len(chunks))
+	for i, c := range chunks {
+		cs[i] = int64(c)
+	}
+	d := w.q.round(cs, w.pat, w.chunk)
+	for _, c := range chunks {
+		w.model[c] = w.pat
+	}
+	return d
 }
 
 // verifyVolume reads the whole volume through engine e's NBD export with
@@ -380,21 +399,8 @@ func TestLiveUpgradeAbort(t *testing.T) {
 	r1, r2 := startReplica(t, d1, size), startReplica(t, d2, size)
 	e1 := startEngine(t, "upgab", size, []*replicaProc{r1, r2})
 	q := startQemuShell(t, e1.sock, e1.vol)
-	model := make([]byte, size/chunk)
-	rng := rand.New(rand.NewSource(21))
-	pat := byte(0)
-	write := func() {
-		pat = pat%250 + 1
-		chunks := rng.Perm(len(model))[:8]
-		cs := make([]int64, len(chunks))
-		for i, c := range chunks {
-			cs[i] = int64(c)
-		}
-		q.round(cs, pat, chunk)
-		for _, c := range chunks {
-			model[c] = pat
-		}
-	}
+	w := newModelWriter(q, size, chunk, 21)
+	write := func() { w.round() }
 	for range 10 {
 		write()
 	}
@@ -424,7 +430,7 @@ func TestLiveUpgradeAbort(t *testing.T) {
 	if m := e1.modes(); m[r1.addr] != "RW" || m[r2.addr] != "RW" {
 		t.Fatalf("old engine replicas after the abort: %v", m)
 	}
-	verifyVolume(t, "volume through the old engine after the abort", e1, model, size, chunk)
+	verifyVolume(t, "volume through the old engine after the abort", e1, w.model, size, chunk)
 }
 
 // TestLiveUpgradeNewEngineKilled: the new engine is killed after the old
@@ -439,22 +445,11 @@ func TestLiveUpgradeNewEngineKilled(t *testing.T) {
 	r1, r2 := startReplica(t, d1, size), startReplica(t, d2, size)
 	e1 := startEngine(t, "upgkill", size, []*replicaProc{r1, r2})
 	q := startQemuShell(t, e1.sock, e1.vol)
-	model := make([]byte, size/chunk)
-	rng := rand.New(rand.NewSource(22))
-	pat := byte(0)
+	w := newModelWriter(q, size, chunk, 22)
 	var rounds int
 	var maxRound time.Duration
 	write := func() {
-		pat = pat%250 + 1
-		chunks := rng.Perm(len(model))[:8]
-		cs := make([]int64, len(chunks))
-		for i, c := range chunks {
-			cs[i] = int64(c)
-		}
-		maxRound = max(maxRound, q.round(cs, pat, chunk))
-		for _, c := range chunks {
-			model[c] = pat
-		}
+		maxRound = max(maxRound, w.round())
 		rounds++
 	}
 	for range 10 {
@@ -490,7 +485,7 @@ func TestLiveUpgradeNewEngineKilled(t *testing.T) {
 	if m := e1.modes(); m[r1.addr] != "RW" || m[r2.addr] != "RW" {
 		t.Fatalf("old engine replicas: %v", m)
 	}
-	verifyVolume(t, "volume through the old engine after the self-abort", e1, model, size, chunk)
+	verifyVolume(t, "volume through the old engine after the self-abort", e1, w.model, size, chunk)
 	for _, p := range []string{e1.sock + ".prev", e1.sock + ".upgrade"} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Fatalf("%s left behind: %v", p, err)
