@@ -120,8 +120,10 @@ func readFirstHeader(uc *net.UnixConn) ([]byte, []int, error) {
 	hdr := make([]byte, HeaderSize)
 	oob := make([]byte, unix.CmsgSpace(2*4))
 	n, oobn, _, _, err := uc.ReadMsgUnix(hdr, oob)
+	// On a failed recvmsg the counts can be -1: never slice with them.
+	n, oobn = max(n, 0), max(oobn, 0)
 	fds := parseRights(oob[:oobn])
-	if n == 0 && err != nil {
+	if err != nil {
 		return nil, fds, err
 	}
 	if _, err := io.ReadFull(uc, hdr[n:]); err != nil {
