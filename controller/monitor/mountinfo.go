@@ -1,12 +1,13 @@
 package monitor
 
 import (
-	"bufio"
 	"fmt"
 	"io"
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // MountInfoFile is where the kernel lists the mounts of this process's
@@ -21,68 +22,31 @@ type Mount struct {
 }
 
 // ParseMountInfo reads mountinfo lines ("36 35 98:0 /mnt1 /mnt2 rw,noatime
-// master:1 shared:2 - ext3 /dev/root rw", proc(5)): field 5 is the mount
-// point (octal escapes such as \040 decoded), then optional fields up to
-// "-". A line with fewer than 7 fields or without the "-" separator is an
-// error naming the line number.
+// master:1 shared:2 - ext3 /dev/root rw", proc(5)) with
+// github.com/moby/sys/mountinfo: the mount point (octal escapes decoded) and
+// whether the optional fields hold "shared:N". A malformed line is an error
+// quoting it.
 func ParseMountInfo(r io.Reader) ([]Mount, error) {
-	var out []Mount
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for n := 1; sc.Scan(); n++ {
-		f := strings.Fields(sc.Text())
-		if len(f) == 0 {
-			continue
-		}
-		sep := -1
-		for i := 6; i < len(f); i++ {
-			if f[i] == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 7 || sep < 0 {
-			return nil, fmt.Errorf("mountinfo line %d: want at least 7 fields and a \"-\" separator: %q", n, sc.Text())
-		}
-		m := Mount{MountPoint: unescapeOctal(f[4])}
-		for _, opt := range f[6:sep] {
-			if strings.HasPrefix(opt, "shared:") {
-				m.Shared = true
-			}
-		}
-		out = append(out, m)
+	infos, err := mountinfo.GetMountsFromReader(r, nil)
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %w", err)
 	}
-	return out, sc.Err()
+	out := make([]Mount, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, Mount{MountPoint: in.Mountpoint, Shared: isShared(in.Optional)})
+	}
+	return out, nil
 }
 
-// unescapeOctal decodes mountinfo's \ooo escapes (space, tab, newline,
-// backslash).
-func unescapeOctal(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && isOctal(s[i+1:i+4]) {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func isOctal(s string) bool {
-	if len(s) != 3 {
-		return false
-	}
-	for i := range 3 {
-		if s[i] < '0' || s[i] > '7' {
-			return false
+// isShared reports whether mountinfo's optional fields ("shared:2 master:1")
+// hold a peer group, that is, the mount propagates.
+func isShared(optional string) bool {
+	for _, f := range strings.Fields(optional) {
+		if strings.HasPrefix(f, "shared:") {
+			return true
 		}
 	}
-	return s[0] <= '3'
+	return false
 }
 
 // MountOf returns the mount that holds path: the one whose mount point is

@@ -41,8 +41,8 @@ func TestMountOf(t *testing.T) {
 
 func TestParseMountInfoErrors(t *testing.T) {
 	for _, bad := range []string{"22 1 8:1 / /\n", "22 1 8:1 / / rw shared:1 ext4 /dev/sda1 rw\n"} {
-		if _, err := ParseMountInfo(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "line 1") {
-			t.Errorf("ParseMountInfo(%q) error %v, want one naming line 1", bad, err)
+		if _, err := ParseMountInfo(strings.NewReader(bad)); err == nil || !strings.Contains(err.Error(), "22 1 8:1") {
+			t.Errorf("ParseMountInfo(%q) error %v, want one quoting the line", bad, err)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // NFS targets: nfs://server:/export/path[?nfsOptions=opt,opt=value]
@@ -142,17 +144,12 @@ func (t nfsTarget) mountArgs(mnt string) []string {
 	return []string{"-t", "nfs", "-o", opts, t.host + ":" + t.export, mnt}
 }
 
+// isMounted reports whether mnt is a mount point, from the mount table only
+// (github.com/moby/sys/mountinfo): it never stats mnt, which on a hung NFS
+// server would hang too.
 func isMounted(mnt string) bool {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return false
-	}
-	for _, l := range strings.Split(string(b), "\n") {
-		if f := strings.Fields(l); len(f) > 4 && f[4] == mnt {
-			return true
-		}
-	}
-	return false
+	infos, err := mountinfo.GetMounts(mountinfo.SingleEntryFilter(mnt))
+	return err == nil && len(infos) > 0
 }
 
 func mountNFS(ctx context.Context, t nfsTarget) (Driver, error) {

@@ -48,8 +48,10 @@ func TestDetectLayout(t *testing.T) {
 	if _, err := DetectLayout([]byte(v2), []byte("1:cpu:/x\n"), ""); err == nil {
 		t.Fatal("no matching cgroup: want an error")
 	}
-	if got := unescape(`/a\040b`); got != "/a b" {
-		t.Fatalf("unescape = %q", got)
+	spaced := "30 25 0:26 /lh\\040x /sys/fs/cgroup/cpu rw - cgroup cgroup rw,cpu\n"
+	l, err = DetectLayout([]byte(spaced), []byte("1:cpu:/lh x/im\n"), "")
+	if err != nil || l.V1["cpu"] != "/sys/fs/cgroup/cpu/im" {
+		t.Fatalf("escaped root: layout = %+v, %v", l, err)
 	}
 }
 

@@ -1,13 +1,14 @@
 package cgroup
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/moby/sys/mountinfo"
 )
 
 // v1Controllers are the cgroup v1 hierarchies a process group is made in.
@@ -34,38 +35,20 @@ type mount struct {
 }
 
 // parseMountinfo returns the cgroup and cgroup2 mounts of a
-// /proc/self/mountinfo text.
-func parseMountinfo(b []byte) []mount {
-	var out []mount
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		// "30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup rw,cpu"
-		left, right, ok := strings.Cut(sc.Text(), " - ")
-		lf, rf := strings.Fields(left), strings.Fields(right)
-		if !ok || len(lf) < 5 || len(rf) < 3 || (rf[0] != "cgroup" && rf[0] != "cgroup2") {
-			continue
-		}
-		out = append(out, mount{root: unescape(lf[3]), point: unescape(lf[4]), fstype: rf[0], opts: strings.Split(rf[2], ",")})
+// /proc/self/mountinfo text, parsed with github.com/moby/sys/mountinfo
+// ("30 25 0:26 / /sys/fs/cgroup/cpu rw,relatime shared:9 - cgroup cgroup
+// rw,cpu": root, mount point, type and super options). A malformed line is
+// an error.
+func parseMountinfo(b []byte) ([]mount, error) {
+	infos, err := mountinfo.GetMountsFromReader(bytes.NewReader(b), mountinfo.FSTypeFilter("cgroup", "cgroup2"))
+	if err != nil {
+		return nil, fmt.Errorf("mountinfo: %w", err)
 	}
-	return out
-}
-
-// unescape undoes mountinfo's octal escapes (\040 for a space).
-func unescape(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
+	out := make([]mount, 0, len(infos))
+	for _, in := range infos {
+		out = append(out, mount{root: in.Root, point: in.Mountpoint, fstype: in.FSType, opts: strings.Split(in.VFSOptions, ",")})
 	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) && s[i+1] >= '0' && s[i+1] <= '3' {
-			b.WriteByte((s[i+1]-'0')<<6 | (s[i+2]-'0')<<3 | (s[i+3] - '0'))
-			i += 3
-			continue
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
+	return out, nil
 }
 
 // parseSelfCgroup maps each controller of a /proc/self/cgroup text to the
@@ -104,7 +87,11 @@ func under(m mount, path string) (string, bool) {
 // the cpu, memory or blkio hierarchies is mounted (a hybrid host's empty
 // cgroup2 mount is ignored).
 func DetectLayout(mountinfo, selfCgroup []byte, root string) (Layout, error) {
-	mounts, self := parseMountinfo(mountinfo), parseSelfCgroup(selfCgroup)
+	mounts, err := parseMountinfo(mountinfo)
+	if err != nil {
+		return Layout{}, err
+	}
+	self := parseSelfCgroup(selfCgroup)
 	l := Layout{Version: 1, V1: map[string]string{}}
 	for _, c := range v1Controllers {
 		for _, m := range mounts {

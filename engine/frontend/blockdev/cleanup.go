@@ -1,7 +1,6 @@
 package blockdev
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"os"
@@ -9,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 )
 
@@ -82,75 +82,15 @@ func blockRdev(path string) (uint64, bool) {
 	return st.Rdev, true
 }
 
-// mountEntry is one line of /proc/self/mountinfo (proc(5)).
-type mountEntry struct {
-	major, minor uint32
-	point        string
-	fstype       string
-}
-
-// parseMountInfo reads the fields Cleanup needs from mountinfo text.
-func parseMountInfo(text string) []mountEntry {
-	var out []mountEntry
-	sc := bufio.NewScanner(strings.NewReader(text))
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
-	for sc.Scan() {
-		f := strings.Fields(sc.Text())
-		sep := -1
-		for i, s := range f {
-			if s == "-" {
-				sep = i
-				break
-			}
-		}
-		if len(f) < 5 || sep < 0 || sep+1 >= len(f) {
-			continue
-		}
-		mm := strings.SplitN(f[2], ":", 2)
-		if len(mm) != 2 {
-			continue
-		}
-		ma, err1 := strconv.ParseUint(mm[0], 10, 32)
-		mi, err2 := strconv.ParseUint(mm[1], 10, 32)
-		if err1 != nil || err2 != nil {
-			continue
-		}
-		out = append(out, mountEntry{major: uint32(ma), minor: uint32(mi), point: unescapeMount(f[4]), fstype: f[sep+1]})
-	}
-	return out
-}
-
-// unescapeMount undoes mountinfo's octal escapes (\040 for a space, ...).
-func unescapeMount(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] == '\\' && i+3 < len(s) {
-			if v, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
-				b.WriteByte(byte(v))
-				i += 3
-				continue
-			}
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
-
-func mountsAt(dir string) []mountEntry {
-	data, err := os.ReadFile("/proc/self/mountinfo")
+// mountsAt returns the mounts whose mount point is dir, read from
+// /proc/self/mountinfo with github.com/moby/sys/mountinfo; none when the
+// table cannot be read.
+func mountsAt(dir string) []*mountinfo.Info {
+	infos, err := mountinfo.GetMounts(func(m *mountinfo.Info) (skip, stop bool) { return m.Mountpoint != dir, false })
 	if err != nil {
 		return nil
 	}
-	var out []mountEntry
-	for _, m := range parseMountInfo(string(data)) {
-		if m.point == dir {
-			out = append(out, m)
-		}
-	}
-	return out
+	return infos
 }
 
 func isMountPoint(dir string) bool { return len(mountsAt(dir)) > 0 }
@@ -160,10 +100,10 @@ func isMountPoint(dir string) bool { return len(mountsAt(dir)) > 0 }
 // daemon fail at once. Best effort: without fusectl nothing happens.
 func abortFuse(dir string) {
 	for _, m := range mountsAt(dir) {
-		if !strings.HasPrefix(m.fstype, "fuse") {
+		if !strings.HasPrefix(m.FSType, "fuse") {
 			continue
 		}
-		abort := filepath.Join(fuseConnDir, strconv.FormatUint(uint64(m.minor), 10), "abort")
+		abort := filepath.Join(fuseConnDir, strconv.FormatUint(uint64(m.Minor), 10), "abort")
 		if _, err := os.Stat(abort); errors.Is(err, os.ErrNotExist) {
 			_ = unix.Mount("fusectl", fuseConnDir, "fusectl", 0, "")
 		}

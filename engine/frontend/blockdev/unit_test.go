@@ -57,22 +57,13 @@ func TestLoopTag(t *testing.T) {
 	}
 }
 
-func TestParseMountInfo(t *testing.T) {
-	text := "36 35 98:0 /mnt1 /mnt/parent rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n" +
-		"40 22 0:52 / /var/run/longhorn/blockdev/vol\\040a rw,nosuid - fuse.longhorn longhorn-vol rw,user_id=0\n" +
-		"garbage line\n"
-	got := parseMountInfo(text)
-	want := []mountEntry{
-		{major: 98, minor: 0, point: "/mnt/parent", fstype: "ext3"},
-		{major: 0, minor: 52, point: "/var/run/longhorn/blockdev/vol a", fstype: "fuse.longhorn"},
+func TestMountsAt(t *testing.T) {
+	got := mountsAt("/proc")
+	if len(got) == 0 || got[len(got)-1].FSType != "proc" {
+		t.Fatalf("mountsAt(/proc) = %+v, want the proc mount", got)
 	}
-	if len(got) != len(want) {
-		t.Fatalf("got %+v", got)
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("entry %d: %+v, want %+v", i, got[i], want[i])
-		}
+	if got := mountsAt(t.TempDir()); len(got) != 0 {
+		t.Fatalf("mountsAt(a fresh directory) = %+v, want none", got)
 	}
 }
 
