@@ -5,7 +5,6 @@
 import { test, expect, loaded, uniqueName, deleteVolume } from "./fixtures";
 
 test("create, attach, write, snapshot, detach, delete by clicking", async ({ page, problems, control, api, shot }) => {
-  void problems;
   const name = uniqueName("ui-life");
   try {
     await page.goto("#/volume");
@@ -57,6 +56,11 @@ test("create, attach, write, snapshot, detach, delete by clicking", async ({ pag
     await shot("volume-snapshot-tree", page.getByRole("heading", { name: "Replicas" }));
     await control("/verify", { volume: name, offset: 0, size: 16 << 20, seed: 7 });
 
+    // The snapshot tree re-lists on each change of the volume; a list sent
+    // while the volume still reads attached can reach the engine as it
+    // stops, and Longhorn's snapshotList needs a running engine too (409).
+    // That one answer is expected from the detach click on; nothing else is.
+    problems.allow(/409.*action=snapshotList/);
     await page.getByRole("button", { name: "Detach" }).click();
     await page.getByRole("dialog", { name: `Detach ${name}?` }).getByRole("button", { name: "Detach" }).click();
     await expect(h1.getByText("detached")).toBeVisible({ timeout: 120_000 });
