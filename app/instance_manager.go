@@ -85,6 +85,9 @@ func runInstanceManager(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// One instance manager per node serves every volume's processes: it pays
+	// for the whole binary's start-up pages as engine and replica do.
+	trimAfterStart(ctx, "instance manager")
 	var serveErr error
 	select {
 	case <-ctx.Done():
