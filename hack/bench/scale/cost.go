@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -20,12 +22,34 @@ type variant struct {
 }
 
 // variants: the shipped defaults; the start-up trim switched off
-// (internal/memtrim), what the processes held before it; and GOGC=50, a
-// smaller heap headroom (a cut in anonymous memory, paid in GC CPU).
+// (internal/memtrim), what the processes held before it; and "im", the
+// volumes created through one instance manager as the manager does, which
+// also measures that instance manager (im.go).
 var variants = []variant{
 	{Name: "default"},
 	{Name: "no-trim", Env: []string{"LONGHORN_MEMTRIM=off"}},
-	{Name: "gogc50", Env: []string{"GOGC=50"}},
+	{Name: imVariant},
+}
+
+// pickVariants returns the variants named in list ("a,b"; "" = all), or an
+// error naming an unknown one and the known ones.
+func pickVariants(list string) ([]variant, error) {
+	if list == "" {
+		return variants, nil
+	}
+	var out []variant
+	for _, name := range strings.Split(list, ",") {
+		i := slices.IndexFunc(variants, func(v variant) bool { return v.Name == name })
+		if i < 0 {
+			known := make([]string, len(variants))
+			for j, v := range variants {
+				known[j] = v.Name
+			}
+			return nil, fmt.Errorf("unknown variant %q (known: %s)", name, strings.Join(known, ", "))
+		}
+		out = append(out, variants[i])
+	}
+	return out, nil
 }
 
 // CostRun is the result of one variant at one N.
@@ -38,6 +62,8 @@ type CostRun struct {
 	IdleEngine    Agg       `json:"idle_engine"`
 	LoadReplica   Agg       `json:"load_replica"` // volume 0 under load
 	LoadEngine    Agg       `json:"load_engine"`
+	IdleIM        Agg       `json:"idle_instance_manager"` // variant im only
+	LoadIM        Agg       `json:"load_instance_manager"`
 	Load          FioResult `json:"load_fio"`
 	LoadAvgIdle   string    `json:"loadavg_idle"`
 	LoadAvgLoaded string    `json:"loadavg_load"`
@@ -47,6 +73,7 @@ type CostRun struct {
 // costOptions are part 1's knobs.
 type costOptions struct {
 	counts            []int
+	variants          []variant
 	settle, idle, run time.Duration
 	size, loadRange   int64
 }
@@ -55,7 +82,7 @@ type costOptions struct {
 func runCost(ctx context.Context, e *env, o costOptions, w io.Writer) []CostRun {
 	var out []CostRun
 	for _, n := range o.counts {
-		for _, v := range variants {
+		for _, v := range o.variants {
 			fmt.Fprintf(w, "  part 1: %d volumes, %s ...", n, v.Name)
 			r := costOnce(ctx, e, o, n, v)
 			if r.Err != "" {
@@ -75,29 +102,50 @@ func runCost(ctx context.Context, e *env, o costOptions, w io.Writer) []CostRun 
 // costOnce starts n volumes with variant v, measures, and stops them.
 func costOnce(ctx context.Context, e *env, o costOptions, n int, v variant) CostRun {
 	r := CostRun{Volumes: n, Variant: v.Name}
+	prefix := fmt.Sprintf("c%d%s-v", n, v.Name[:1])
 	t0 := time.Now()
-	vs, err := e.startVolumes(ctx, fmt.Sprintf("c%d%s-v", n, v.Name[:1]), n, 1, o.size, v.Env)
+	var vs []*volume
+	var im *instanceManager
+	var err error
+	if v.Name == imVariant {
+		if im, err = e.startIM(ctx, prefix+"-im", n, v.Env); err == nil {
+			vs, err = e.startVolumesIM(ctx, im, prefix, n, o.size)
+		}
+	} else {
+		vs, err = e.startVolumes(ctx, prefix, n, 1, o.size, v.Env)
+	}
 	if err == nil {
 		r.StartSecs = time.Since(t0).Seconds()
-		err = costMeasure(ctx, e, o, vs, &r)
+		imPid := 0
+		if im != nil {
+			imPid = im.proc.Pid()
+		}
+		err = costMeasure(ctx, e, o, vs, imPid, &r)
 	}
 	if err != nil {
 		r.Err = err.Error()
 	}
 	t1 := time.Now()
 	stopVolumes(vs)
+	if im != nil {
+		im.stop()
+	}
 	r.StopSecs = time.Since(t1).Seconds()
 	return r
 }
 
 // costMeasure samples vs idle, then volume 0 under load.
-func costMeasure(ctx context.Context, e *env, o costOptions, vs []*volume, r *CostRun) error {
+// imPid, when not 0, is the instance manager that runs them, measured too.
+func costMeasure(ctx context.Context, e *env, o costOptions, vs []*volume, imPid int, r *CostRun) error {
 	if err := sleep(ctx, o.settle); err != nil {
 		return err
 	}
 	var pids []int
 	for _, v := range vs {
-		pids = append(pids, v.replicas[0].Pid(), v.engine.Pid())
+		pids = append(pids, v.replicas[0].PID(), v.enginePid())
+	}
+	if imPid != 0 {
+		pids = append(pids, imPid)
 	}
 	done := cpuWindow(pids)
 	if err := sleep(ctx, o.idle); err != nil {
@@ -107,21 +155,29 @@ func costMeasure(ctx context.Context, e *env, o costOptions, vs []*volume, r *Co
 	r.LoadAvgIdle = loadAvg()
 	var reps, engs []Sample
 	for _, v := range vs {
-		rs, err1 := sampleProc(ctx, v.replicas[0].Pid(), v.replicas[0].pprof)
-		es, err2 := sampleProc(ctx, v.engine.Pid(), v.pprof)
+		rs, err1 := sampleProc(ctx, v.replicas[0].PID(), v.replicas[0].pprof)
+		es, err2 := sampleProc(ctx, v.enginePid(), v.pprof)
 		if err1 != nil || err2 != nil {
 			return fmt.Errorf("sample %s: %v %v", v.name, err1, err2)
 		}
-		rs.CPUPct, es.CPUPct = cpu[v.replicas[0].Pid()], cpu[v.engine.Pid()]
+		rs.CPUPct, es.CPUPct = cpu[v.replicas[0].PID()], cpu[v.enginePid()]
 		reps, engs = append(reps, rs), append(engs, es)
 	}
 	r.IdleReplica, r.IdleEngine = aggregate(reps), aggregate(engs)
-	return costLoad(ctx, e, o, vs[0], r)
+	if imPid != 0 {
+		s, err := sampleProc(ctx, imPid, "")
+		if err != nil {
+			return fmt.Errorf("sample the instance manager: %w", err)
+		}
+		s.CPUPct = cpu[imPid]
+		r.IdleIM = aggregate([]Sample{s})
+	}
+	return costLoad(ctx, e, o, vs[0], imPid, r)
 }
 
 // costLoad runs the 4 KiB randwrite QD32 load on v and samples its two
-// processes near the end of it.
-func costLoad(ctx context.Context, e *env, o costOptions, v *volume, r *CostRun) error {
+// processes (and the instance manager imPid, when not 0) near the end of it.
+func costLoad(ctx context.Context, e *env, o costOptions, v *volume, imPid int, r *CostRun) error {
 	const ramp = 2 * time.Second
 	type res struct {
 		f   FioResult
@@ -133,7 +189,7 @@ func costLoad(ctx context.Context, e *env, o costOptions, v *volume, r *CostRun)
 		f, err := runFio(ctx, e.dir, fmt.Sprintf("cost-%s", v.name), false, o.run+ramp+time.Minute, args...)
 		ch <- res{f, err}
 	}()
-	pids := []int{v.replicas[0].Pid(), v.engine.Pid()}
+	pids := []int{v.replicas[0].PID(), v.enginePid(), imPid}
 	if err := sleep(ctx, ramp); err != nil {
 		return err
 	}
@@ -154,5 +210,13 @@ func costLoad(ctx context.Context, e *env, o costOptions, v *volume, r *CostRun)
 	}
 	rs.CPUPct, es.CPUPct = cpu[pids[0]], cpu[pids[1]]
 	r.LoadReplica, r.LoadEngine, r.Load = aggregate([]Sample{rs}), aggregate([]Sample{es}), got.f
+	if imPid != 0 {
+		s, err := sampleProc(ctx, imPid, "")
+		if err != nil {
+			return fmt.Errorf("sample the instance manager under load: %w", err)
+		}
+		s.CPUPct = cpu[imPid]
+		r.LoadIM = aggregate([]Sample{s})
+	}
 	return nil
 }

@@ -31,10 +31,10 @@ import (
 )
 
 type options struct {
-	longhorn, dir, jsonOut, parts, counts string
-	cost                                  costOptions
-	rebuild                               rebuildOptions
-	keep                                  bool
+	longhorn, dir, jsonOut, parts, counts, variants string
+	cost                                            costOptions
+	rebuild                                         rebuildOptions
+	keep                                            bool
 }
 
 func parseFlags() options {
@@ -44,6 +44,7 @@ func parseFlags() options {
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
 	flag.StringVar(&o.parts, "parts", "1,2", "parts to run (1 cost per volume, 2 rebuild)")
 	flag.StringVar(&o.counts, "volumes", "1,10,50", "part 1: volume counts")
+	flag.StringVar(&o.variants, "variants", "", "part 1: variants to run, comma-separated (default: all of cost.go's)")
 	flag.DurationVar(&o.cost.settle, "settle", 14*time.Second, "part 1: wait after start-up before the idle window")
 	flag.DurationVar(&o.cost.idle, "idle", 10*time.Second, "part 1: idle CPU window")
 	flag.DurationVar(&o.cost.run, "load", 10*time.Second, "part 1: load duration")
@@ -90,6 +91,9 @@ func run(ctx context.Context, o options) error {
 		return fmt.Errorf("-volumes: %w", err)
 	}
 	o.cost.counts = counts
+	if o.cost.variants, err = pickVariants(o.variants); err != nil {
+		return fmt.Errorf("-variants: %w", err)
+	}
 	dir := o.dir
 	if dir == "" {
 		if dir, err = os.MkdirTemp("", "bench-scale-"); err != nil {

@@ -32,6 +32,7 @@ func printCost(w io.Writer, runs []CostRun) {
 			r.LoadReplica.RSSMiB, r.LoadEngine.RSSMiB, r.LoadReplica.AnonMiB, r.LoadEngine.AnonMiB, r.LoadReplica.CPUPct, r.LoadEngine.CPUPct, r.Load.IOPS,
 			r.LoadAvgIdle, r.LoadAvgLoaded)
 	}
+	printIM(w, runs)
 	fmt.Fprintln(w, "Real cost per volume = unique (private) memory, about the anonymous memory: the trim drops only shared file pages of the binary from RSS.")
 	fmt.Fprintln(w, "Targets (default variant, every N): idle replica <= 15 MiB RSS, idle engine <= 20 MiB RSS")
 	for _, r := range runs {
@@ -51,4 +52,27 @@ func verdict(ok bool) string {
 		return "met"
 	}
 	return "MISSED"
+}
+
+// printIM prints the instance manager of the im variant at each N, and what
+// it costs per instance it runs (its unique memory over the smallest N's).
+func printIM(w io.Writer, runs []CostRun) {
+	var first *CostRun
+	for i := range runs {
+		r := &runs[i]
+		if r.Variant != imVariant || r.Err != "" {
+			continue
+		}
+		if first == nil {
+			fmt.Fprintln(w, "Instance manager (variant im; it runs every volume's engine and replica): MiB, idle | under the load")
+			first = r
+		}
+		m, l := r.IdleIM, r.LoadIM
+		per := ""
+		if r.Volumes > first.Volumes {
+			per = fmt.Sprintf("; +%.0f KiB unique per instance over %d volumes", (m.USSMiB-first.IdleIM.USSMiB)*1024/float64(2*(r.Volumes-first.Volumes)), first.Volumes)
+		}
+		fmt.Fprintf(w, "  %2d volumes: RSS %5.1f | %5.1f, unique %5.1f | %5.1f, fds %3.0f, threads %3.0f, CPU %5.2f | %5.2f %%core%s\n",
+			r.Volumes, m.RSSMiB, l.RSSMiB, m.USSMiB, l.USSMiB, m.FDs, m.Threads, m.CPUPct, l.CPUPct, per)
+	}
 }

@@ -26,23 +26,41 @@ type env struct {
 
 // replica is one `longhorn engine replica` process.
 type replica struct {
-	*benchproc.Proc
-	dir   string
-	addr  string // tcp://127.0.0.1:P, as the engine names it
-	pprof string // HOST:PORT of its --pprof-listen
+	*benchproc.Proc     // nil when an instance manager started it
+	pid             int // its pid when an instance manager started it
+	dir             string
+	addr            string // tcp://127.0.0.1:P, as the engine names it
+	pprof           string // HOST:PORT of its --pprof-listen
 }
 
 // volume is one engine (`longhorn engine controller` with the NBD frontend
 // on a unix socket) and its replicas, started as the instance manager
 // starts them: the same binary and command lines, one process each.
 type volume struct {
-	name     string
-	size     int64
-	replicas []*replica
-	engine   *benchproc.Proc
-	ctlAddr  string // the engine's gRPC HOST:PORT (for `engine ctl --url`)
-	pprof    string // the engine's --pprof-listen
-	uri      string // NBD URI for fio and nbdinfo
+	name      string
+	size      int64
+	replicas  []*replica
+	engine    *benchproc.Proc // nil when an instance manager started it
+	enginePID int
+	ctlAddr   string // the engine's gRPC HOST:PORT (for `engine ctl --url`)
+	pprof     string // the engine's --pprof-listen
+	uri       string // NBD URI for fio and nbdinfo
+}
+
+// PID is the replica process's pid.
+func (r *replica) PID() int {
+	if r.Proc != nil {
+		return r.Proc.Pid()
+	}
+	return r.pid
+}
+
+// enginePid is the engine process's pid.
+func (v *volume) enginePid() int {
+	if v.engine != nil {
+		return v.engine.Pid()
+	}
+	return v.enginePID
 }
 
 // startReplica starts a replica process on dir (created if missing) with
@@ -156,7 +174,9 @@ func stopVolumes(vs []*volume) {
 			continue
 		}
 		for _, r := range v.replicas {
-			ps = append(ps, r.Proc)
+			if r.Proc != nil {
+				ps = append(ps, r.Proc)
+			}
 		}
 	}
 	benchproc.StopEach(ps)
