@@ -184,7 +184,7 @@ func ctlAddReplica(e *ctlEnv) error {
 		case enginerpc.ReplicaMode_ERR:
 			return fmt.Errorf("rebuild of %s failed: the replica is ERR", addr)
 		}
-		if err := sleepCtx(e.ctx, 300*time.Millisecond); err != nil {
+		if err := sleepCtx(e.ctx, 100*time.Millisecond); err != nil {
 			return err
 		}
 	}

@@ -74,6 +74,7 @@ func (c *Controller) AddReplica(ctx context.Context, req AddRequest) error {
 	}
 	c.opMu.Lock()
 	defer c.opMu.Unlock()
+	t0 := time.Now()
 	if err := c.canAdd(ctx, addr); err != nil {
 		return err
 	}
@@ -81,6 +82,7 @@ func (c *Controller) AddReplica(ctx context.Context, req AddRequest) error {
 	if err != nil {
 		return err
 	}
+	c.log.WithField("replica", addr).WithField("took", time.Since(t0).Round(time.Millisecond).String()).Info("rebuild: replica joined")
 	if req.FileSyncHTTPClientTimeout <= 0 {
 		req.FileSyncHTTPClientTimeout = c.opts.FileSyncHTTPClientTimeout
 	}
@@ -204,6 +206,7 @@ func (c *Controller) prepareJoin(ctx context.Context, b *backend, instanceName s
 
 // rebuild copies the snapshot files into the WO replica b and switches it to RW.
 func (c *Controller) rebuild(ctx context.Context, b *backend, rb *rebuildState, req AddRequest) error {
+	tp := time.Now()
 	files, err := c.PrepareRebuild(ctx, b.addr)
 	if err != nil {
 		return err
@@ -215,7 +218,8 @@ func (c *Controller) rebuild(ctx context.Context, b *backend, rb *rebuildState, 
 	c.mu.Lock()
 	rb.from = sources
 	c.mu.Unlock()
-	c.log.WithFields(map[string]any{"replica": b.addr, "from": sources, "files": len(files)}).Info("rebuild: syncing files")
+	c.log.WithFields(map[string]any{"replica": b.addr, "from": sources, "files": len(files),
+		"prepare": time.Since(tp).Round(time.Millisecond).String()}).Info("rebuild: syncing files")
 	fromMap := map[string]bool{}
 	for _, s := range sources {
 		fromMap[s] = true

@@ -78,6 +78,9 @@ func NewReceiver(ln net.Listener, path string, idle time.Duration) *Receiver {
 	mux.HandleFunc("GET "+ssyncPrefix+"getRecordedMetadata", r.handleRecorded)
 	mux.HandleFunc("POST "+ssyncPrefix+"writeData", r.handleWrite)
 	mux.HandleFunc("POST "+ssyncPrefix+"close", r.handleClose)
+	mux.HandleFunc("GET "+ssyncPrefix+"extentMap", r.handleExtentMap)
+	mux.HandleFunc("POST "+ssyncPrefix+"getChecksums", r.handleChecksums)
+	mux.HandleFunc("POST "+ssyncPrefix+"writePacked", r.handlePacked)
 	r.srv = &http.Server{Handler: r.track(mux), ReadHeaderTimeout: 30 * time.Second, IdleTimeout: receiverIdleConn}
 	r.idle = time.AfterFunc(idle, r.expire)
 	go func() {
@@ -194,9 +197,11 @@ func (r *Receiver) handleOpen(w http.ResponseWriter, req *http.Request) {
 	}
 	r.size = iv.End
 	r.empty = !r.existed || !hasData(r.f, iv.End)
+	ext := extPacked
 	if r.empty {
-		w.Header().Set(ExtensionsHeader, extDataRanges)
+		ext = extDataRanges + "," + extPacked
 	}
+	w.Header().Set(ExtensionsHeader, ext)
 	writeJSON(w, r.existed)
 }
 

@@ -114,7 +114,12 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 		existed = false
 	}
 	s.coalesce = s.dataRanges && !noCoalesce
-	if err := s.run(ctx, size, existed, existed); err != nil {
+	if s.packed {
+		err = s.runPacked(ctx, size, existed)
+	} else {
+		err = s.run(ctx, size, existed, existed)
+	}
+	if err != nil {
 		return s.stats(), err
 	}
 	if s.crc != nil {
@@ -264,6 +269,8 @@ type sender struct {
 	// a writeData body (its open answer said so); coalesce: the data walk
 	// groups nearby extents into one writeData each.
 	dataRanges, coalesce bool
+	// packed: the receiver offers the packed extension (packed.go).
+	packed bool
 	// crc, when set, hashes every data range read (hashWhileSending).
 	crc *crcPieces
 	// pace, when set, paces the writeData bodies (opts.BandwidthLimit).
@@ -287,7 +294,9 @@ func (s *sender) open(ctx context.Context, size int64, direct bool) (bool, error
 		var ans answer
 		err := s.call(ctx, http.MethodGet, "open", q, nil, &ans)
 		if err == nil {
-			s.dataRanges = hasToken(ans.header.Get(ExtensionsHeader), extDataRanges)
+			ext := ans.header.Get(ExtensionsHeader)
+			s.dataRanges = hasToken(ext, extDataRanges)
+			s.packed = hasToken(ext, extPacked) && !noPacked
 			return DecodeOpenAnswer(ans.body)
 		}
 		var he *httpError
@@ -327,8 +336,9 @@ type job struct {
 // as moving this many more bytes over the network.
 const coalesceGap = 256 << 10
 
-// noCoalesce turns coalescing off (the benchmark's A/B).
-var noCoalesce bool
+// noCoalesce turns coalescing off, noPacked the packed extension (tests
+// of the older paths).
+var noCoalesce, noPacked bool
 
 // hasToken reports whether the comma-separated list v holds tok.
 func hasToken(v, tok string) bool {
@@ -575,6 +585,11 @@ func (s *sender) call(ctx context.Context, method, op string, q url.Values, body
 
 // callWith is call with extra request headers hdr.
 func (s *sender) callWith(ctx context.Context, method, op string, q url.Values, hdr http.Header, body []byte, out any) error {
+	return s.request(ctx, method, op, q, hdr, body, out, 1<<20)
+}
+
+// request is callWith reading at most limit bytes of the answer.
+func (s *sender) request(ctx context.Context, method, op string, q url.Values, hdr http.Header, body []byte, out any, limit int64) error {
 	ctx, cancel := context.WithTimeout(ctx, s.opts.Timeout)
 	defer cancel()
 	u := s.base + op
@@ -602,7 +617,7 @@ func (s *sender) callWith(ctx context.Context, method, op string, q url.Values, 
 		return err
 	}
 	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	b, err := io.ReadAll(io.LimitReader(resp.Body, limit))
 	if err != nil {
 		return err
 	}

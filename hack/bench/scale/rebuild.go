@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/longhorn-go/longhorn/internal/procstat"
 )
 
 // Part 2, rebuild throughput: a volume of 3 replicas (processes, no
@@ -19,7 +21,12 @@ import (
 // rebuilt (full), then dropped, 10 % of D rewritten, and brought back with
 // the checksum-skipping rebuild (delta), while a 4 KiB random write load at
 // depth 1 runs on the first eighth of the volume; its p99 is compared with
-// the same load without a rebuild. The physical limit is fio's sequential
+// the same load without a rebuild. The fill and the change are written
+// back (sync) before the rebuilds: the replicas write through the page
+// cache, and the rebuild's snapshot would otherwise time their write-back
+// (the fdatasync of each head) as part of the rebuild. The CPU time of the
+// volume's processes during each rebuild is reported with it (on a shared
+// machine the most stable measure of the rebuild's cost). The physical limit is fio's sequential
 // write of D bytes, direct=1, to a file in the same directory. Each size
 // runs unlimited, then with the rebuild bandwidth limit -rebuild-limit
 // (add-replica --replica-rebuilding-bandwidth-limit), in the same run.
@@ -59,6 +66,8 @@ type RebuildRun struct {
 	FullSecs    float64   `json:"full_s"`
 	FullMiBps   float64   `json:"full_mib_per_s"`
 	DeltaSecs   float64   `json:"delta_s"`
+	FullCPU     float64   `json:"full_cpu_s"`   // CPU seconds of the engine and replica processes during the full rebuild
+	DeltaCPU    float64   `json:"delta_cpu_s"`  // the same for the delta rebuild
 	Quiet       FioResult `json:"client_quiet"` // QD1 randwrite, no rebuild
 	DuringFull  FioResult `json:"client_full"`  // during the full rebuild
 	DuringDelta FioResult `json:"client_delta"` // during the delta rebuild
@@ -131,6 +140,8 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if _, err := runFio(ctx, e.dir, "fill", false, 20*time.Minute, fill...); err != nil {
 		return err
 	}
+	syscall.Sync() // the rebuild's snapshot flushes the heads: not the fill's write-back
+
 	client := clientArgs(v, r.DataBytes)
 	var err error
 	if r.Quiet, err = runFio(ctx, e.dir, "client-quiet", false, o.quiet+time.Minute, append(client, timed(o.quiet, time.Second)...)...); err != nil {
@@ -146,7 +157,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if err != nil {
 		return err
 	}
-	if r.FullSecs, r.DuringFull, err = e.rebuildUnderLoad(ctx, v, fresh, false, limit, client); err != nil {
+	if r.FullSecs, r.FullCPU, r.DuringFull, err = e.rebuildUnderLoad(ctx, v, fresh, false, limit, client); err != nil {
 		return err
 	}
 	r.FullMiBps = float64(r.DataBytes) / (1 << 20) / r.FullSecs
@@ -159,11 +170,13 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if _, err := runFio(ctx, e.dir, "change", false, 10*time.Minute, change...); err != nil {
 		return err
 	}
+	syscall.Sync()
+
 	back, err := e.startReplica(ctx, old.Name+"-delta", fresh.dir, 2*r.DataBytes, nil)
 	if err != nil {
 		return err
 	}
-	r.DeltaSecs, r.DuringDelta, err = e.rebuildUnderLoad(ctx, v, back, true, limit, client)
+	r.DeltaSecs, r.DeltaCPU, r.DuringDelta, err = e.rebuildUnderLoad(ctx, v, back, true, limit, client)
 	return err
 }
 
@@ -190,11 +203,12 @@ func (e *env) dropReplica(ctx context.Context, v *volume, rep *replica) error {
 
 // rebuildUnderLoad adds rep to v (fast selects the checksum-skipping
 // rebuild, limit its bandwidth limit in MB/s) while the client load runs,
-// and returns the rebuild's time and the client's result over it (fio is
-// interrupted when the rebuild ends).
-func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fast bool, limit int64, client []string) (float64, FioResult, error) {
+// and returns the rebuild's time, the CPU seconds the volume's processes
+// (engine, replicas) used meanwhile (the client's I/O included) and the
+// client's result over it (fio is interrupted when the rebuild ends).
+func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fast bool, limit int64, client []string) (float64, float64, FioResult, error) {
 	if err := waitReplica(ctx, rep); err != nil {
-		return 0, FioResult{}, err
+		return 0, 0, FioResult{}, err
 	}
 	v.replicas = append(v.replicas, rep)
 	name := "client-" + rep.Name
@@ -203,12 +217,12 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 		append(client, timed(30*time.Minute, time.Second)...)...)
 	fio := exec.CommandContext(ctx, "fio", args...)
 	if err := fio.Start(); err != nil {
-		return 0, FioResult{}, err
+		return 0, 0, FioResult{}, err
 	}
 	stopFio := func() { _ = fio.Process.Signal(syscall.SIGINT); _ = fio.Wait() }
 	if err := sleep(ctx, 2*time.Second); err != nil { // past the ramp
 		stopFio()
-		return 0, FioResult{}, err
+		return 0, 0, FioResult{}, err
 	}
 	add := []string{"add-replica", "--wait"}
 	if fast {
@@ -217,19 +231,36 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 	if limit > 0 {
 		add = append(add, "--replica-rebuilding-bandwidth-limit", strconv.FormatInt(limit, 10))
 	}
+	pids := []int{v.engine.Pid()}
+	for _, r := range v.replicas {
+		pids = append(pids, r.Pid())
+	}
+	cpu0 := cpuSeconds(pids)
 	t0 := time.Now()
 	err := e.ctl(ctx, v, append(add, rep.addr)...)
 	secs := time.Since(t0).Seconds()
+	cpu := cpuSeconds(pids) - cpu0
 	stopFio()
 	if err != nil {
-		return 0, FioResult{}, err
+		return 0, 0, FioResult{}, err
 	}
 	data, err := os.ReadFile(out)
 	if err != nil {
-		return secs, FioResult{}, err
+		return secs, cpu, FioResult{}, err
 	}
 	res, err := parseFio(data, false)
-	return secs, res, err
+	return secs, cpu, res, err
+}
+
+// cpuSeconds is the CPU time (user and system) the processes used so far.
+func cpuSeconds(pids []int) float64 {
+	var ticks uint64
+	for _, p := range pids {
+		if t, err := cpuTicks(p); err == nil {
+			ticks += t
+		}
+	}
+	return float64(ticks) / procstat.ClockTicks
 }
 
 // ctl runs `longhorn engine ctl --url <v's engine> args...`.
@@ -254,8 +285,8 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 		return
 	}
 	fmt.Fprintln(w, "\nPart 2: rebuild of 1 of 3 replicas (data in 64 KiB extents, 64 KiB holes; client 4 KiB randwrite QD1)")
-	fmt.Fprintf(w, "%8s %-7s %6s %10s %14s %9s %8s %10s %10s %10s | %s\n", "data", "variant", "MB/s", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
-		"x full", "p99 quiet", "full/delta", "loadavg")
+	fmt.Fprintf(w, "%8s %-7s %6s %10s %14s %9s %8s %10s %10s %10s %10s | %s\n", "data", "variant", "MB/s", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
+		"x full", "p99 quiet", "full/delta", "cpu s f/d", "loadavg")
 	for _, r := range runs {
 		if r.Err != "" {
 			fmt.Fprintf(w, "%6dMi error: %s\n", r.DataBytes>>20, r.Err)
@@ -267,9 +298,9 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 		if r.LimitMBps > 0 {
 			limit = strconv.FormatInt(r.LimitMBps, 10)
 		}
-		fmt.Fprintf(w, "%6dMi %-7s %6s %10.0f %6.1f (%5.0f) %5.2f %-3s %7.1f %5.2f %-4s %8.0fus %4.1fx|%4.1fx %s | %s\n",
+		fmt.Fprintf(w, "%6dMi %-7s %6s %10.0f %6.1f (%5.0f) %5.2f %-3s %7.1f %5.2f %-4s %8.0fus %4.1fx|%4.1fx %s %5.1f/%4.1f | %s\n",
 			r.DataBytes>>20, r.Binary, limit, r.Disk.MiBps, r.FullSecs, r.FullMiBps, xd, mark(xd >= targetFullVsDisk), r.DeltaSecs, xf,
-			mark(xf <= targetDeltaVsFull), r.Quiet.P99us, pf, pd, mark(pf <= targetP99 && pd <= targetP99), r.LoadAvg)
+			mark(xf <= targetDeltaVsFull), r.Quiet.P99us, pf, pd, mark(pf <= targetP99 && pd <= targetP99), r.FullCPU, r.DeltaCPU, r.LoadAvg)
 	}
 	fmt.Fprintf(w, "Targets: full >= %.1fx disk seq write, delta <= %.1fx full time, client p99 <= %.0fx without a rebuild\n",
 		targetFullVsDisk, targetDeltaVsFull, targetP99)
