@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
+	"fmt"
 	"maps"
 	"net/http"
 	"net/http/httptest"
@@ -99,13 +100,13 @@ func TestParseRangesAndPacked(t *testing.T) {
 // non-empty ranges inside the interval and a bounded skip count, or an
 // error; never a panic.
 func FuzzParsePacked(f *testing.F) {
-	f.Add("0+4096,8192+4096", "4096+4096", "0", int64(16384))
-	f.Add("9223372036854775807+1", "", "-1", int64(10))
-	f.Fuzz(func(t *testing.T, data, holes, skipped string, n int64) {
+	f.Add("0+4096,8192+4096", "4096+4096", "0", "4096", int64(16384))
+	f.Add("9223372036854775807+1", "", "-1", "", int64(10))
+	f.Fuzz(func(t *testing.T, data, holes, skipped, local string, n int64) {
 		if n < 0 {
 			return
 		}
-		h := http.Header{DataRangesHeader: {data}, HoleRangesHeader: {holes}, SkippedHeader: {skipped}}
+		h := http.Header{DataRangesHeader: {data}, HoleRangesHeader: {holes}, SkippedHeader: {skipped}, LocalBytesHeader: {local}}
 		p, err := parsePacked(Interval{0, n}, h)
 		if err != nil {
 			return
@@ -119,7 +120,7 @@ func FuzzParsePacked(f *testing.F) {
 				end = e.End()
 			}
 		}
-		if p.skipped < 0 || p.skipped > n || extentsLen(p.ranges) > MaxWriteData {
+		if p.skipped < 0 || p.local < 0 || p.skipped+p.local > n || extentsLen(p.ranges) > MaxWriteData {
 			t.Fatalf("accepted %+v", p)
 		}
 	})
@@ -149,6 +150,19 @@ func writeAt(t *testing.T, path string, off, n int64, zero bool) []byte {
 // content and extent map; only the differing data is sent, only the
 // receiver's data in source holes is punched, and the requests are few.
 func TestSendFilePacked(t *testing.T) {
+	noLocal = true
+	defer func() { noLocal = false }()
+	testSendFilePacked(t, false)
+}
+
+// TestSendFileLocal: the same, the sender writing the receiver's file
+// itself (both on this kernel): no extent map, checksums or data over
+// HTTP, one progress request per window.
+func TestSendFileLocal(t *testing.T) {
+	testSendFilePacked(t, true)
+}
+
+func testSendFilePacked(t *testing.T, local bool) {
 	dir := t.TempDir()
 	src, dst := filepath.Join(dir, "volume-snap-p.img"), filepath.Join(dir, "dst", "volume-snap-p.img")
 	if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
@@ -203,8 +217,12 @@ func TestSendFilePacked(t *testing.T) {
 	if want := per * k; st.Holes != want {
 		t.Errorf("punched %d bytes, want %d (the receiver's data in source holes)", st.Holes, want)
 	}
-	if n := ops(); n["extentMap"] != 1 || n["writeData"]+n["sendHole"]+n["getChecksum"] != 0 || n["writePacked"] > 8 {
+	if n := ops(); n["writeData"]+n["sendHole"]+n["getChecksum"] != 0 || n["writePacked"] > 8 ||
+		(!local && n["extentMap"] != 1) || (local && n["extentMap"]+n["getChecksums"] != 0) {
 		t.Fatalf("requests %v", n)
+	}
+	if local && st.Sent != 6*per*k {
+		t.Fatalf("local: wrote %d bytes", st.Sent)
 	}
 	if r.Processed() != st.Sent+st.Skipped {
 		t.Fatalf("receiver processed %d, want %d", r.Processed(), st.Sent+st.Skipped)
@@ -288,4 +306,51 @@ func TestReceiverChecksums(t *testing.T) {
 		t.Fatalf("short body: %v", err)
 	}
 	s.sendClose(RecordedMetadata{})
+}
+
+// FuzzParseLocalFile: any LocalFileHeader value parses into a boot id, an
+// absolute path and numbers, or an error; never a panic.
+func FuzzParseLocalFile(f *testing.F) {
+	f.Add("e10ee5df-5b2e 64768 1234 /var/lib/longhorn/replicas/r/volume-snap-a.img")
+	f.Add(" 1 2 rel")
+	f.Fuzz(func(t *testing.T, v string) {
+		lf, err := parseLocalFile(v)
+		if err == nil && (lf.boot == "" || !filepath.IsAbs(lf.path)) {
+			t.Fatalf("accepted %q as %+v", v, lf)
+		}
+	})
+}
+
+// TestOpenLocalRefuses: a local file is written only when it is the
+// receiver's file on this kernel with the sent file's base name.
+func TestOpenLocalRefuses(t *testing.T) {
+	dir := t.TempDir()
+	p := filepath.Join(dir, "volume-snap-x.img")
+	if err := os.WriteFile(p, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	f, _ := os.Open(p)
+	v := localFileValue(f, p)
+	f.Close()
+	if g := openLocal(v, "/src/volume-snap-x.img"); g == nil {
+		t.Fatalf("%q not opened", v)
+	} else {
+		g.Close()
+	}
+	lf, _ := parseLocalFile(v)
+	for name, bad := range map[string]string{
+		"other base name": v,
+		"other boot":      "x" + v,
+		"other inode":     fmt.Sprintf("%s %d %d %s", lf.boot, lf.dev, lf.ino+1, lf.path),
+		"a directory":     fmt.Sprintf("%s %d %d %s", lf.boot, lf.dev, lf.ino, dir),
+	} {
+		src := "/src/volume-snap-x.img"
+		if name == "other base name" {
+			src = "/src/volume-snap-y.img"
+		}
+		if g := openLocal(bad, src); g != nil {
+			g.Close()
+			t.Errorf("%s: opened", name)
+		}
+	}
 }

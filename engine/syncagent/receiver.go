@@ -201,6 +201,10 @@ func (r *Receiver) handleOpen(w http.ResponseWriter, req *http.Request) {
 	if r.empty {
 		ext = extDataRanges + "," + extPacked
 	}
+	if v := localFileValue(r.f, r.path); v != "" {
+		ext += "," + extLocal
+		w.Header().Set(LocalFileHeader, v)
+	}
 	w.Header().Set(ExtensionsHeader, ext)
 	writeJSON(w, r.existed)
 }

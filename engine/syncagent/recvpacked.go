@@ -100,7 +100,9 @@ func (r *Receiver) handleChecksums(w http.ResponseWriter, req *http.Request) {
 type packedRequest struct {
 	iv            Interval
 	holes, ranges []sparse.Extent
-	skipped       int64
+	// skipped and local: bytes of iv the sender found equal and wrote
+	// into the file itself (local.go).
+	skipped, local int64
 }
 
 // parsePacked reads a writePacked's headers for the interval iv: the hole
@@ -118,12 +120,26 @@ func parsePacked(iv Interval, h http.Header) (packedRequest, error) {
 	if n := extentsLen(p.ranges); n > MaxWriteData {
 		return p, fmt.Errorf("ssync: writePacked of %d data bytes > %d", n, MaxWriteData)
 	}
-	if v := h.Get(SkippedHeader); v != "" {
-		if p.skipped, err = strconv.ParseInt(v, 10, 64); err != nil || p.skipped < 0 || p.skipped > iv.Len() {
-			return p, fmt.Errorf("ssync: %s %q: want 0 to %d", SkippedHeader, v, iv.Len())
-		}
+	if p.skipped, err = parseCount(h, SkippedHeader, iv.Len()); err != nil {
+		return p, err
+	}
+	if p.local, err = parseCount(h, LocalBytesHeader, iv.Len()-p.skipped); err != nil {
+		return p, err
 	}
 	return p, nil
+}
+
+// parseCount reads the optional decimal header name, 0 to limit bytes.
+func parseCount(h http.Header, name string, limit int64) (int64, error) {
+	v := h.Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil || n < 0 || n > limit {
+		return 0, fmt.Errorf("ssync: %s %q: want 0 to %d", name, v, limit)
+	}
+	return n, nil
 }
 
 // handlePacked punches the HoleRangesHeader ranges and writes the body's
@@ -153,7 +169,7 @@ func (r *Receiver) handlePacked(w http.ResponseWriter, req *http.Request) {
 	r.mu.Lock()
 	pace := r.pace
 	r.mu.Unlock()
-	if err := waitPace(req.Context(), pace, int(n)); err != nil {
+	if err := waitPace(req.Context(), pace, int(n+p.local)); err != nil {
 		httpErr(w, http.StatusServiceUnavailable, fmt.Errorf("ssync: writePacked abandoned while paced: %w", err))
 		return
 	}
@@ -161,7 +177,7 @@ func (r *Receiver) handlePacked(w http.ResponseWriter, req *http.Request) {
 		httpErr(w, http.StatusInternalServerError, err)
 		return
 	}
-	r.processed.Add(n + p.skipped)
+	r.processed.Add(n + p.skipped + p.local)
 }
 
 // applyPacked punches p's holes and writes p's ranges from data (back to

@@ -269,8 +269,12 @@ type sender struct {
 	// a writeData body (its open answer said so); coalesce: the data walk
 	// groups nearby extents into one writeData each.
 	dataRanges, coalesce bool
-	// packed: the receiver offers the packed extension (packed.go).
-	packed bool
+	// packed: the receiver offers the packed extension (packed.go);
+	// localFile is its LocalFileHeader, and dst the receiver's file when
+	// this sender writes it itself (local.go).
+	packed    bool
+	localFile string
+	dst       *os.File
 	// crc, when set, hashes every data range read (hashWhileSending).
 	crc *crcPieces
 	// pace, when set, paces the writeData bodies (opts.BandwidthLimit).
@@ -297,6 +301,9 @@ func (s *sender) open(ctx context.Context, size int64, direct bool) (bool, error
 			ext := ans.header.Get(ExtensionsHeader)
 			s.dataRanges = hasToken(ext, extDataRanges)
 			s.packed = hasToken(ext, extPacked) && !noPacked
+			if s.packed && hasToken(ext, extLocal) {
+				s.localFile = ans.header.Get(LocalFileHeader)
+			}
 			return DecodeOpenAnswer(ans.body)
 		}
 		var he *httpError

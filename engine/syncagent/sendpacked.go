@@ -27,10 +27,20 @@ type packedJob struct {
 // cannot say), then the holes it must punch and the windows of data, by
 // s.opts.Workers workers.
 func (s *sender) runPacked(ctx context.Context, size int64, existed bool) error {
+	if s.localFile != "" {
+		if s.dst = openLocal(s.localFile, s.f.Name()); s.dst != nil {
+			defer func() { s.dst.Close(); s.dst = nil }()
+		}
+	}
 	var dst []sparse.Extent
 	if existed {
 		var err error
-		if dst, err = s.extentMap(ctx, size); err != nil {
+		if s.dst != nil {
+			dst, err = sparse.DataExtents(s.dst, 0, size)
+		} else {
+			dst, err = s.extentMap(ctx, size)
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -97,6 +107,15 @@ func (s *sender) extentMap(ctx context.Context, size int64) ([]sparse.Extent, er
 // doPacked runs one job: punches its holes, or reads its pieces, drops
 // those the receiver holds equal, and writes the rest packed.
 func (s *sender) doPacked(ctx context.Context, j packedJob) error {
+	if len(j.holes) > 0 && s.dst != nil {
+		for _, h := range j.holes {
+			if err := sparse.PunchHole(s.dst, h.Offset, h.Length); err != nil {
+				return err
+			}
+		}
+		s.holes.Add(extentsLen(j.holes))
+		return nil
+	}
 	if len(j.holes) > 0 {
 		begin, end := j.holes[0].Offset, j.holes[len(j.holes)-1].End()
 		hdr := http.Header{HoleRangesHeader: {formatExtents(begin, j.holes)}}
@@ -125,7 +144,13 @@ func (s *sender) doPacked(ctx context.Context, j packedJob) error {
 			off += e.Length
 		}
 	}
-	keep, err := s.dropEqual(ctx, j.pieces, buf)
+	var keep []bool
+	var err error
+	if s.dst != nil {
+		keep, err = localEqual(s.dst, j.pieces, buf)
+	} else {
+		keep, err = s.dropEqual(ctx, j.pieces, buf)
+	}
 	if err != nil {
 		return err
 	}
@@ -152,9 +177,19 @@ func (s *sender) writePacked(ctx context.Context, win Interval, exts []sparse.Ex
 		return err
 	}
 	begin, end := win.Begin, win.End
-	hdr := http.Header{DataRangesHeader: {formatExtents(begin, exts)}, SkippedHeader: {strconv.FormatInt(skipped, 10)}}
+	hdr := http.Header{SkippedHeader: {strconv.FormatInt(skipped, 10)}}
+	body := data
+	if s.dst != nil {
+		if err := writeLocal(s.dst, exts, data); err != nil {
+			return err
+		}
+		hdr.Set(LocalBytesHeader, strconv.Itoa(len(data)))
+		body = []byte{}
+	} else if len(exts) > 0 {
+		hdr.Set(DataRangesHeader, formatExtents(begin, exts))
+	}
 	if err := s.retry(ctx, func() error {
-		return s.callWith(ctx, http.MethodPost, "writePacked", Interval{begin, end}.values(), hdr, data, nil)
+		return s.callWith(ctx, http.MethodPost, "writePacked", Interval{begin, end}.values(), hdr, body, nil)
 	}); err != nil {
 		return fmt.Errorf("ssync writePacked [%d,%d): %w", begin, end, err)
 	}
