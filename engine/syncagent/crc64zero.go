@@ -2,7 +2,6 @@ package syncagent
 
 import (
 	"cmp"
-	"hash/crc64"
 	"slices"
 	gosync "sync"
 )
@@ -83,7 +82,7 @@ type crcPieces struct {
 
 // add hashes b, the bytes at off.
 func (c *crcPieces) add(off int64, b []byte) {
-	p := crcPiece{off: off, n: int64(len(b)), crc: crc64.Checksum(b, crcTable)}
+	p := crcPiece{off: off, n: int64(len(b)), crc: crc64Sum(b)}
 	c.mu.Lock()
 	c.pieces = append(c.pieces, p)
 	c.mu.Unlock()

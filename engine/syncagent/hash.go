@@ -152,7 +152,7 @@ func crc64File(ctx context.Context, path string) (string, error) {
 				return err
 			}
 			n, err := f.ReadAt(buf[:min(int64(len(buf)), e.End()-off)], off)
-			crc = crc64.Update(crc, crcTable, buf[:n])
+			crc = crc64Combine(crc, crc64Sum(buf[:n]), int64(n))
 			off += int64(n)
 			if errors.Is(err, io.EOF) {
 				crc = crc64Zeros(crc, e.End()-off) // shrank under us: the rest reads as zeroes
