@@ -224,20 +224,13 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 		stopFio()
 		return 0, 0, FioResult{}, err
 	}
-	add := []string{"add-replica", "--wait"}
-	if fast {
-		add = append(add, "--fast-sync")
-	}
-	if limit > 0 {
-		add = append(add, "--replica-rebuilding-bandwidth-limit", strconv.FormatInt(limit, 10))
-	}
 	pids := []int{v.engine.Pid()}
 	for _, r := range v.replicas {
 		pids = append(pids, r.Pid())
 	}
 	cpu0 := cpuSeconds(pids)
 	t0 := time.Now()
-	err := e.ctl(ctx, v, append(add, rep.addr)...)
+	err := addReplica(ctx, v, rep.addr, fast, limit)
 	secs := time.Since(t0).Seconds()
 	cpu := cpuSeconds(pids) - cpu0
 	stopFio()
