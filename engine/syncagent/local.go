@@ -87,10 +87,12 @@ func parseLocalFile(v string) (localFile, error) {
 
 // openLocal opens the receiver's file named by the LocalFileHeader value v
 // for writing when it is the same file on this kernel and has the base
-// name of src, the file being sent; nil otherwise.
+// name of src, the file being sent, a snapshot disk file; nil otherwise.
+// (The receiver's word picks the file this process writes: it must be a
+// regular file named as the snapshot sent, never a head or other file.)
 func openLocal(v, src string) *os.File {
 	lf, err := parseLocalFile(v)
-	if err != nil || noLocal || lf.boot != bootID || filepath.Base(lf.path) != filepath.Base(src) {
+	if err != nil || noLocal || lf.boot != bootID || filepath.Base(lf.path) != filepath.Base(src) || !isSnapshotDisk(src) {
 		return nil
 	}
 	f, err := os.OpenFile(lf.path, os.O_RDWR, 0)

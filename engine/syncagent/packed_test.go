@@ -353,4 +353,15 @@ func TestOpenLocalRefuses(t *testing.T) {
 			t.Errorf("%s: opened", name)
 		}
 	}
+	head := filepath.Join(dir, "volume-head-001.img")
+	if err := os.WriteFile(head, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	hf, _ := os.Open(head)
+	hv := localFileValue(hf, head)
+	hf.Close()
+	if g := openLocal(hv, "/src/volume-head-001.img"); g != nil {
+		g.Close()
+		t.Error("a head file: opened")
+	}
 }
