@@ -134,12 +134,14 @@ func (c *Controller) joinWO(ctx context.Context, addr, instanceName string, rebu
 		return nil, fmt.Errorf("%w: %v", ErrInvalid, err)
 	}
 	b := &backend{addr: addr, rem: rem}
+	t0 := time.Now()
 	if err := c.prepareJoin(ctx, b, instanceName, rebuilding); err != nil {
 		closeBackend(b)
 		return nil, err
 	}
 	name := NewUUID()
 	created := time.Now().UTC().Format(time.RFC3339)
+	t1 := time.Now()
 	c.r.ioMu.Lock()
 	bs := append(c.targets(ModeRW, ModeWO), b)
 	errs := onEach(ctx, bs, func(ctx context.Context, x *backend) error {
@@ -160,7 +162,8 @@ func (c *Controller) joinWO(ctx context.Context, addr, instanceName string, rebu
 	c.r.setList(append(append([]*backend(nil), c.r.list()...), b))
 	c.r.ioMu.Unlock()
 	c.watch(b)
-	c.log.WithField("replica", addr).WithField("snapshot", name).Info("replica added WO for rebuild")
+	c.log.WithFields(map[string]any{"replica": addr, "snapshot": name, "open": t1.Sub(t0).Round(time.Millisecond).String(),
+		"snapshot_all": time.Since(t1).Round(time.Millisecond).String()}).Info("replica added WO for rebuild")
 	return b, nil
 }
 
