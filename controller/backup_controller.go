@@ -181,6 +181,13 @@ func (c *BackupController) startBackup(ctx context.Context, bRO *longhorn.Backup
 	if err != nil {
 		return c.fail(ctx, bRO, err.Error())
 	}
+	if bRO.Annotations[annotationBackupTargetURL] != btRO.Spec.BackupTargetURL {
+		// recorded first, so a target change while the backup runs is seen
+		return Done, c.recordTargetURL(ctx, bRO, btRO.Spec.BackupTargetURL)
+	}
+	if res, adopted, err := c.adoptStarted(ctx, bRO, eng, volume, btRO.Name); adopted || err != nil {
+		return res, err
+	}
 	vRO, _ := c.ds.GetVolumeRO(ctx, volume) // nil: the settings decide
 	params, compression := backupOptions(bRO, vRO, c.settingString(ctx, types.SettingNameBackupCompressionMethod))
 	started, err := eng.SnapshotBackup(ctx, engineapi.SnapshotBackupRequest{Target: t, SnapshotName: bRO.Spec.SnapshotName,
@@ -193,6 +200,39 @@ func (c *BackupController) startBackup(ctx context.Context, bRO *longhorn.Backup
 	return Result{RequeueAfter: backupPoll}, c.setStatus(ctx, bRO, func(s *longhorn.BackupStatus) {
 		s.State, s.Error, s.ReplicaAddress = longhorn.BackupStateInProgress, "", started.ReplicaAddress
 		s.SnapshotName, s.VolumeName, s.BackupTargetName = bRO.Spec.SnapshotName, volume, btRO.Name
+	})
+}
+
+func (c *BackupController) recordTargetURL(ctx context.Context, bRO *longhorn.Backup, url string) error {
+	b := bRO.DeepCopy()
+	if b.Annotations == nil {
+		b.Annotations = map[string]string{}
+	}
+	b.Annotations[annotationBackupTargetURL] = url
+	_, err := c.ds.UpdateBackup(ctx, b)
+	return err
+}
+
+// adoptStarted follows a backup the replicas already run (or ran) under
+// this Backup's name instead of starting it again: an earlier sync started
+// it and its InProgress status update was lost. Without this the retry
+// started the backup a second time (refused as busy, failing the Backup,
+// or run again after it completed).
+func (c *BackupController) adoptStarted(ctx context.Context, bRO *longhorn.Backup, eng engineapi.BackupClient,
+	volume, target string) (Result, bool, error) {
+	st, err := eng.SnapshotBackupStatus(ctx, bRO.Name, "")
+	if engineapi.IsNotFound(err) {
+		return Done, false, nil
+	}
+	if err != nil {
+		return Done, false, err
+	}
+	if !adoptRunningBackup(st, bRO.Spec.SnapshotName) {
+		return Done, false, nil
+	}
+	return Result{RequeueAfter: cancelPoll}, true, c.setStatus(ctx, bRO, func(s *longhorn.BackupStatus) {
+		s.State, s.Error, s.ReplicaAddress = longhorn.BackupStateInProgress, "", st.ReplicaAddress
+		s.SnapshotName, s.VolumeName, s.BackupTargetName = bRO.Spec.SnapshotName, volume, target
 	})
 }
 
@@ -238,14 +278,25 @@ func (c *BackupController) followBackup(ctx context.Context, bRO *longhorn.Backu
 		}
 		return Done, err
 	}
-	switch st.State {
-	case "error":
+	startURL, targetURL := bRO.Annotations[annotationBackupTargetURL], startURLOf(bRO)
+	if btRO, err := c.ds.GetBackupTargetRO(ctx, targetName(bRO)); err == nil {
+		targetURL = btRO.Spec.BackupTargetURL
+	}
+	switch nextBackupStep(startURL, targetURL, st.State) {
+	case stepCancel:
+		return c.cancelForTargetChange(ctx, bRO, eng, st, targetURL)
+	case stepFailCanceled:
+		return c.fail(ctx, bRO, targetChangedMessage(targetName(bRO), startURL, targetURL, "the backup was canceled"))
+	case stepFail:
 		return c.fail(ctx, bRO, st.Error)
-	case "complete":
+	case stepComplete:
 		return Done, c.complete(ctx, bRO, st.BackupURL)
 	}
 	return Result{RequeueAfter: backupPoll}, c.setStatus(ctx, bRO, func(s *longhorn.BackupStatus) { s.Progress = st.Progress })
 }
+
+// startURLOf is the target URL the backup started with ("" when unknown).
+func startURLOf(b *longhorn.Backup) string { return b.Annotations[annotationBackupTargetURL] }
 
 func (c *BackupController) complete(ctx context.Context, bRO *longhorn.Backup, url string) error {
 	btRO, err := c.ds.GetBackupTargetRO(ctx, targetName(bRO))
@@ -262,10 +313,14 @@ func (c *BackupController) complete(ctx context.Context, bRO *longhorn.Backup, u
 		if _, _, written, derr := engineapi.DecodeBackupURL(url); derr == nil && written != btRO.Spec.BackupTargetURL {
 			// the target changed while the backup ran: it went to the old
 			// target, which the manager no longer follows
-			_, ferr := c.fail(ctx, bRO, fmt.Sprintf("backup target %s changed from %s to %s while the backup ran; the backup was written to %s",
-				btRO.Name, written, btRO.Spec.BackupTargetURL, written))
+			_, ferr := c.fail(ctx, bRO, targetChangedMessage(btRO.Name, written, btRO.Spec.BackupTargetURL,
+				"the backup was written to "+written))
 			return ferr
 		}
+		// a backup the replica reports complete that the store lacks (an
+		// earlier Backup of the same name, deleted): retrying cannot help
+		_, ferr := c.fail(ctx, bRO, fmt.Sprintf("backup %s is not in backup target %s (%s)", bRO.Name, btRO.Name, btRO.Spec.BackupTargetURL))
+		return ferr
 	}
 	if err != nil {
 		return err
@@ -315,6 +370,11 @@ func (c *BackupController) deleteBackup(ctx context.Context, bRO *longhorn.Backu
 		return Done, nil
 	}
 	volume := bRO.Labels[labelBackupVolume]
+	if volume != "" {
+		if res, err := c.stopBeforeDelete(ctx, bRO, volume); err != nil || res != Done {
+			return res, err
+		}
+	}
 	if bRO.Annotations[annotationForget] != "true" && volume != "" && bRO.Status.State != longhorn.BackupStateNew {
 		if res, err := c.deleteFromStore(ctx, bRO, volume); err != nil || res != Done {
 			return res, err

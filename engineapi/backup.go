@@ -69,6 +69,12 @@ type BackupClient interface {
 	SnapshotBackup(ctx context.Context, req SnapshotBackupRequest) (*BackupStarted, error)
 	// SnapshotBackupStatus reports a backup (replica "" = ask the RW replicas).
 	SnapshotBackupStatus(ctx context.Context, backupName, replica string) (*BackupStatus, error)
+	// SnapshotBackupCancel stops a running backup on replica ("" = the RW
+	// replica that reports it); it returns at once and SnapshotBackupStatus
+	// then reports state "error". IsUnimplemented: the instance manager or
+	// the replica cannot cancel (Longhorn's), the backup runs to its end;
+	// IsNotFound: no replica knows the backup.
+	SnapshotBackupCancel(ctx context.Context, backupName, replica string) error
 	// BackupRestore starts restoring a backup URL into every replica.
 	BackupRestore(ctx context.Context, target BackupTarget, backupURL string, concurrentLimit int) error
 	// BackupRestoreStatus reports every replica's restore by address.
@@ -104,6 +110,18 @@ func (p *proxyEngineClient) SnapshotBackupStatus(ctx context.Context, backupName
 	}
 	return &BackupStatus{Progress: int(r.GetProgress()), BackupURL: r.GetBackupUrl(), Error: r.GetError(),
 		SnapshotName: r.GetSnapshotName(), State: r.GetState(), ReplicaAddress: r.GetReplicaAddress()}, nil
+}
+
+func (p *proxyEngineClient) SnapshotBackupCancel(ctx context.Context, backupName, replica string) error {
+	ctx, cancel := callContext(ctx)
+	defer cancel()
+	_, err := p.ext.SnapshotBackupCancel(ctx, &imrpc.EngineSnapshotBackupCancelRequest{ProxyEngineRequest: p.req,
+		BackupName: backupName, ReplicaAddress: replica})
+	if err != nil {
+		p.entry.suspect(err)
+		return callError(p.target, "SnapshotBackupCancel", err)
+	}
+	return nil
 }
 
 func (p *proxyEngineClient) BackupRestore(ctx context.Context, target BackupTarget, backupURL string, concurrentLimit int) error {

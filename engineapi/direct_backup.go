@@ -55,6 +55,16 @@ func (d *directEngineClient) SnapshotBackupStatus(ctx context.Context, backupNam
 		SnapshotName: st.GetSnapshotName(), State: st.GetState(), ReplicaAddress: from}, nil
 }
 
+func (d *directEngineClient) SnapshotBackupCancel(ctx context.Context, backupName, replica string) error {
+	ctx, cancel := callContext(ctx)
+	defer cancel()
+	ctx, t := d.task(ctx)
+	if err := t.CancelBackup(ctx, backupName, replica); err != nil {
+		return callError(d.target, "SnapshotBackupCancel", err)
+	}
+	return nil
+}
+
 func (d *directEngineClient) BackupRestore(ctx context.Context, target BackupTarget, backupURL string, concurrentLimit int) error {
 	ctx, cancel := context.WithTimeout(ctx, backupCallTimeout)
 	defer cancel()

@@ -124,7 +124,7 @@ func (h *Handler) Engine(ctx context.Context, im IMAddress, e EngineRef) (Engine
 	}
 	return &proxyEngineClient{
 		target: fmt.Sprintf("engine %s (%s) via %s", e.Name, e.Address, im.ProxyAddress),
-		c:      imrpc.NewProxyEngineServiceClient(ent.pcc), entry: ent,
+		c:      imrpc.NewProxyEngineServiceClient(ent.pcc), ext: imrpc.NewProxyEngineExtServiceClient(ent.pcc), entry: ent,
 		req: &imrpc.ProxyEngineRequest{Address: e.Address, EngineName: e.Name, VolumeName: e.VolumeName},
 	}, nil
 }

@@ -12,6 +12,7 @@ import (
 type proxyEngineClient struct {
 	target string
 	c      imrpc.ProxyEngineServiceClient
+	ext    imrpc.ProxyEngineExtServiceClient // lhext: this implementation's additions
 	entry  *imEntry
 	req    *imrpc.ProxyEngineRequest
 }

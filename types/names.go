@@ -104,6 +104,10 @@ const (
 	// deletion must leave the backupstore alone (gone there already, or
 	// its backup target is being removed).
 	AnnotationBackupstoreGone = LonghornLabelKeyPrefix + "/backupstore-gone"
+	// AnnotationBackupTargetURL records on a Backup the backup target URL
+	// its backup was started with; the Backup controller cancels the
+	// backup when its BackupTarget's URL no longer matches.
+	AnnotationBackupTargetURL = LonghornLabelKeyPrefix + "/backup-target-url"
 
 	// Recurring job opt-in labels on volumes: <prefix><job or group>: enabled.
 	RecurringJobLabelPrefix       = "recurring-job.longhorn.io/"

@@ -55,7 +55,11 @@ type blockWork struct {
 func (j *BackupJob) Run(ctx context.Context, progress func(int)) (_ *Backup, err error) {
 	defer func() { _ = j.lock.Release() }()
 	defer func() {
-		if err != nil && ctx.Err() != nil && !errors.Is(err, ErrCanceled) {
+		switch {
+		case err == nil || ctx.Err() == nil || errors.Is(err, ErrCanceled):
+		case errors.Is(err, context.Canceled):
+			err = fmt.Errorf("%w: backup %s was canceled", ErrCanceled, j.req.BackupName)
+		default:
 			err = fmt.Errorf("%w: backup %s: %v", ErrCanceled, j.req.BackupName, err)
 		}
 	}()

@@ -35,17 +35,18 @@ import (
 	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
-// AgentDialer returns a sync agent client for the agent at HOST:P+2 and a
-// function that releases it.
-type AgentDialer func(agentAddr string) (enginerpc.SyncAgentServiceClient, func(), error)
+// AgentDialer returns a connection to the sync agent at HOST:P+2 (it serves
+// Longhorn's SyncAgentService and lhext.SyncAgentExtService) and a function
+// that releases it.
+type AgentDialer func(agentAddr string) (grpc.ClientConnInterface, func(), error)
 
 // DialAgent is the default AgentDialer: a plain gRPC connection per call.
-func DialAgent(addr string) (enginerpc.SyncAgentServiceClient, func(), error) {
+func DialAgent(addr string) (grpc.ClientConnInterface, func(), error) {
 	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		return nil, nil, err
 	}
-	return enginerpc.NewSyncAgentServiceClient(cc), func() { _ = cc.Close() }, nil
+	return cc, func() { _ = cc.Close() }, nil
 }
 
 // Task is one volume's engine and its replicas.
@@ -66,7 +67,7 @@ func AgentAddress(replica string) (string, error) {
 	return net.JoinHostPort(host, strconv.Itoa(port+2)), nil
 }
 
-func (t *Task) agent(replica string) (enginerpc.SyncAgentServiceClient, func(), error) {
+func (t *Task) conn(replica string) (grpc.ClientConnInterface, func(), error) {
 	addr, err := AgentAddress(replica)
 	if err != nil {
 		return nil, nil, err
@@ -76,6 +77,14 @@ func (t *Task) agent(replica string) (enginerpc.SyncAgentServiceClient, func(), 
 		dial = DialAgent
 	}
 	return dial(addr)
+}
+
+func (t *Task) agent(replica string) (enginerpc.SyncAgentServiceClient, func(), error) {
+	cc, release, err := t.conn(replica)
+	if err != nil {
+		return nil, nil, err
+	}
+	return enginerpc.NewSyncAgentServiceClient(cc), release, nil
 }
 
 // agentContext drops the engine's instance-name from the outgoing metadata
@@ -165,6 +174,31 @@ func (t *Task) BackupStatus(ctx context.Context, backup, replica string) (*engin
 		last = replicaErr(r, err)
 	}
 	return nil, "", last
+}
+
+// CancelBackup stops a running backup on replica (or, when replica is "",
+// on the RW replica that reports it) through the agent's
+// lhext.SyncAgentExtService.BackupCancel. The agent's code comes back:
+// NotFound when no replica knows the backup, Unimplemented from a replica
+// that cannot cancel (Longhorn's: its backup runs to the end).
+func (t *Task) CancelBackup(ctx context.Context, backup, replica string) error {
+	if replica == "" {
+		_, from, err := t.BackupStatus(ctx, backup, "")
+		if err != nil {
+			return err
+		}
+		replica = from
+	}
+	cc, release, err := t.conn(replica)
+	if err != nil {
+		return err
+	}
+	defer release()
+	_, err = enginerpc.NewSyncAgentExtServiceClient(cc).BackupCancel(agentContext(ctx), &enginerpc.BackupCancelRequest{Backup: backup})
+	if err != nil {
+		return replicaErr(replica, err)
+	}
+	return nil
 }
 
 // RestoreBackup starts restoring backupURL into every replica that is not

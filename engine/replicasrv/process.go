@@ -99,6 +99,7 @@ func Start(cfg Config, log logrus.FieldLogger) (*Process, error) {
 		VolumeName: vol, HashLockPath: cfg.HashLockPath, Log: log})
 	pr.sync = grpc.NewServer(grpc.UnaryInterceptor(rpcmeta.IdentityInterceptor(vol, cfg.InstanceName, "replica")))
 	enginerpc.RegisterSyncAgentServiceServer(pr.sync, pr.agent)
+	enginerpc.RegisterSyncAgentExtServiceServer(pr.sync, pr.agent.Ext())
 	rpcmeta.RegisterReflection(pr.sync)
 	go func() { pr.errc <- pr.ctl.Serve(lns[0]) }()
 	go func() { pr.errc <- pr.data.Serve(lns[1]) }()

@@ -141,3 +141,28 @@ func (a *Agent) purgeActive() bool {
 
 // backupsBusy reports whether a backup or restore runs (a purge waits).
 func (a *Agent) backupsBusy() bool { return a.bk != nil && a.bk.Busy() }
+
+// ExtServer is the agent's lhext.SyncAgentExtService, served next to
+// SyncAgentService on the sync-agent port.
+type ExtServer struct {
+	enginerpc.UnimplementedSyncAgentExtServiceServer
+	a *Agent
+}
+
+// Ext returns the agent's extension service.
+func (a *Agent) Ext() *ExtServer { return &ExtServer{a: a} }
+
+// BackupCancel stops a backup this replica is taking (see backup.Manager.Cancel);
+// an unknown backup is NotFound, one that already ended is left as it is.
+func (e *ExtServer) BackupCancel(_ context.Context, req *enginerpc.BackupCancelRequest) (*emptypb.Empty, error) {
+	if e.a.bk == nil {
+		return nil, errNoBackups
+	}
+	if req.GetBackup() == "" {
+		return nil, status.Error(codes.InvalidArgument, "backup (the backup name) is required")
+	}
+	if !e.a.bk.Cancel(req.GetBackup()) {
+		return nil, status.Errorf(codes.NotFound, "backup %s is not known to this replica", req.GetBackup())
+	}
+	return &emptypb.Empty{}, nil
+}

@@ -316,3 +316,26 @@ func (s *proxyServer) BackupRemove(ctx context.Context, req *imrpc.EngineBackupR
 	}
 	return &imrpc.Empty{}, nil
 }
+
+// proxyExtServer is lhext.ProxyEngineExtService, this implementation's
+// additions to the proxy port; ProxyEngineService stays Longhorn's.
+type proxyExtServer struct {
+	imrpc.UnimplementedProxyEngineExtServiceServer
+	p *proxyServer
+}
+
+// SnapshotBackupCancel stops a running backup on the replica taking it
+// (lhext.SyncAgentExtService.BackupCancel); the replica's code comes back.
+func (s *proxyExtServer) SnapshotBackupCancel(ctx context.Context, req *imrpc.EngineSnapshotBackupCancelRequest) (*imrpc.Empty, error) {
+	if req.GetBackupName() == "" {
+		return nil, invalidArg("backup_name is required")
+	}
+	ctx, t, err := s.p.task(ctx, req.GetProxyEngineRequest())
+	if err != nil {
+		return nil, err
+	}
+	if err := t.CancelBackup(ctx, req.GetBackupName(), req.GetReplicaAddress()); err != nil {
+		return nil, err
+	}
+	return &imrpc.Empty{}, nil
+}

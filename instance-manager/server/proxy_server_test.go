@@ -182,6 +182,15 @@ func TestProxyRefusals(t *testing.T) {
 			_, err := im.proxy.SnapshotBackup(ctx, &imrpc.EngineSnapshotBackupRequest{})
 			return err
 		}, codes.InvalidArgument, "snapshot_name, target.url"},
+		{"backup cancel", func() error {
+			_, err := imrpc.NewProxyEngineExtServiceClient(im.pconn).SnapshotBackupCancel(ctx, &imrpc.EngineSnapshotBackupCancelRequest{})
+			return err
+		}, codes.InvalidArgument, "backup_name is required"},
+		{"backup cancel, unreachable engine", func() error {
+			_, err := imrpc.NewProxyEngineExtServiceClient(im.pconn).SnapshotBackupCancel(ctx, &imrpc.EngineSnapshotBackupCancelRequest{
+				ProxyEngineRequest: &imrpc.ProxyEngineRequest{Address: net.JoinHostPort("127.0.0.1", itoa(dead))}, BackupName: "b"})
+			return err
+		}, codes.Unavailable, "engine replica list"},
 		{"backup volume list", func() error {
 			_, err := im.proxy.BackupVolumeList(ctx, &imrpc.EngineBackupVolumeListRequest{})
 			return err

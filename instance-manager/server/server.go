@@ -109,9 +109,11 @@ func New(cfg Config) (*Server, error) {
 	services := []string{"", imrpc.ProcessManagerService_ServiceDesc.ServiceName, imrpc.InstanceService_ServiceDesc.ServiceName}
 	if !cfg.NoProxy {
 		s.proxy = grpc.NewServer(opts...)
-		imrpc.RegisterProxyEngineServiceServer(s.proxy, &proxyServer{conns: s.conns})
+		ps := &proxyServer{conns: s.conns}
+		imrpc.RegisterProxyEngineServiceServer(s.proxy, ps)
+		imrpc.RegisterProxyEngineExtServiceServer(s.proxy, &proxyExtServer{p: ps})
 		healthpb.RegisterHealthServer(s.proxy, s.health)
-		services = append(services, imrpc.ProxyEngineService_ServiceDesc.ServiceName)
+		services = append(services, imrpc.ProxyEngineService_ServiceDesc.ServiceName, imrpc.ProxyEngineExtService_ServiceDesc.ServiceName)
 	}
 	for _, svc := range services {
 		s.health.SetServingStatus(svc, healthpb.HealthCheckResponse_SERVING)

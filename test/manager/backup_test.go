@@ -471,28 +471,21 @@ func testDeleteBackupBlocks(t *testing.T, c *cluster, store, vol string) {
 	t.Logf("deleting all backups of %s removed all %d blocks", vol, before)
 }
 
-// testTargetChanged points the BackupTarget at another (empty, available)
-// store while a backup of vol runs: the Backup fails with a message naming
-// both targets instead of staying InProgress or completing (the engine wrote
-// it to the old target, which the manager no longer follows); the target
-// then goes back. The test holds the backup itself, deterministically: it
-// puts an acquired backup lock of another writer (Longhorn's lock file, as a
-// second cluster backing up the same volume would) into the old store, so
-// the engine's backup waits in its lock; the target changes while it waits,
-// then the test releases its lock and the backup runs to the old target.
-func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
-	const name = "bak-backup-switch"
-	root := filepath.Join(c.dir, "backupstore")
+// holdBackupLock puts an acquired backup lock of another writer (Longhorn's
+// lock file, as a second cluster backing up the same volume would) into the
+// vfs store at root, so a backup of vol waits in its lock; it returns the
+// locks directory and the held lock file.
+func (c *cluster) holdBackupLock(root, vol string) (string, string) {
 	locks := filepath.Join(root, filepath.FromSlash(backupstore.LocksPath(vol)))
 	c.must(os.MkdirAll(locks, 0o755))
 	held := filepath.Join(locks, "lock-00000000000000aa.lck")
 	c.must(os.WriteFile(held, []byte(`{"Name":"lock-00000000000000aa","Type":1,"Acquired":true,"Operation":"backup"}`), 0o644))
-	defer os.Remove(held)
-	_, err := c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
-		Spec:       longhorn.BackupSpec{SnapshotName: "bak-snap-3"}}, metav1.CreateOptions{})
-	c.must(err)
-	c.eventually("backup "+name+" waits for its lock behind the test's", 60*time.Second, func() (bool, string) {
+	return locks, held
+}
+
+// waitLockFiles waits until the locks directory holds n files.
+func (c *cluster) waitLockFiles(what, locks string, n int) {
+	c.eventually(what, 60*time.Second, func() (bool, string) {
 		entries, err := os.ReadDir(locks)
 		if err != nil {
 			return false, err.Error()
@@ -501,34 +494,88 @@ func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
 		for _, e := range entries {
 			names = append(names, e.Name())
 		}
-		return len(names) >= 2, fmt.Sprintf("locks %v", names)
+		return len(names) == n, fmt.Sprintf("locks %v", names)
 	})
+}
+
+// createBackup creates Backup name of snapshot snap of vol.
+func (c *cluster) createBackup(name, vol, snap string) {
+	_, err := c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
+		Spec:       longhorn.BackupSpec{SnapshotName: snap}}, metav1.CreateOptions{})
+	c.must(err)
+}
+
+// testTargetChanged points the BackupTarget at another (empty, available)
+// store while a backup of vol runs: the manager cancels the backup and the
+// Backup fails with a message naming both targets and the cancel; the
+// engine's lock and nothing else of the backup is left in the old store;
+// the next backup, to the new target, uploads every block. The test holds
+// the backup in its lock itself (holdBackupLock), so the target change
+// always comes while it runs. Then a Backup deleted while it waits in its
+// lock is canceled: its lock file goes before the Backup does.
+func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
+	const name = "bak-backup-switch"
+	root := filepath.Join(c.dir, "backupstore")
+	oldBlocks := countBlocks(t, root)
+	locks, held := c.holdBackupLock(root, vol)
+	defer os.Remove(held)
+	c.createBackup(name, vol, "bak-snap-3")
+	c.waitLockFiles("backup "+name+" waits for its lock behind the test's", locks, 2)
 	if b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{}); err != nil || b.Status.State == longhorn.BackupStateCompleted || b.Status.State == longhorn.BackupStateError {
 		t.Fatalf("backup %s ended while its lock was held: %v %+v", name, err, b.Status)
 	}
-	other := "vfs://" + filepath.Join(c.dir, "backupstore-other")
-	c.must(os.MkdirAll(filepath.Join(c.dir, "backupstore-other"), 0o755))
+	otherDir := filepath.Join(c.dir, "backupstore-other")
+	other := "vfs://" + otherDir
+	c.must(os.MkdirAll(otherDir, 0o755))
 	c.setTarget(t, other, true)
-	c.must(os.Remove(held))
 	start := time.Now()
-	c.eventually("backup "+name+" fails naming the target change", 60*time.Second, func() (bool, string) {
+	c.eventually("backup "+name+" canceled, naming the target change", 60*time.Second, func() (bool, string) {
 		b, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, err.Error()
 		}
 		if b.Status.State == longhorn.BackupStateCompleted {
-			t.Fatalf("backup %s completed on the new target %s", name, other)
+			t.Fatalf("backup %s completed after the target changed", name)
 		}
-		return b.Status.State == longhorn.BackupStateError && strings.Contains(b.Status.Error, "changed from "+good+" to "+other),
+		return b.Status.State == longhorn.BackupStateError &&
+				strings.Contains(b.Status.Error, "changed from "+good+" to "+other) && strings.Contains(b.Status.Error, "canceled"),
 			fmt.Sprintf("%s %q", b.Status.State, b.Status.Error)
 	})
-	t.Logf("MEASURE backup ended %v after the test released its lock (the target changed while the backup waited)", time.Since(start).Round(time.Millisecond))
-	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(backupstore.BackupConfigPath(vol, name)))); err != nil {
-		t.Fatalf("backup %s is not in the old target, where the engine wrote it: %v", name, err)
+	t.Logf("MEASURE backup canceled %v after the target change", time.Since(start).Round(time.Millisecond))
+	c.waitLockFiles("the canceled backup's lock released", locks, 1)
+	if _, err := os.Stat(filepath.Join(root, filepath.FromSlash(backupstore.BackupConfigPath(vol, name)))); err == nil {
+		t.Fatalf("the canceled backup %s left its .cfg in the old target", name)
 	}
+	if n := countBlocks(t, root); n != oldBlocks {
+		t.Fatalf("the canceled backup (held in its lock) changed the old store's blocks: %d, was %d", n, oldBlocks)
+	}
+	next := c.backupOf(t, vol, "bak-snap-switch", name+"-next")
+	if n, nb := countBlocks(t, otherDir), next.Status.NewlyUploadedDataSize; n == 0 || nb == "0" {
+		t.Fatalf("the next backup to the new target: %d blocks there, newly uploaded %s bytes; want every block", n, nb)
+	}
+	t.Logf("MEASURE the next backup uploaded %d blocks (%s bytes) to the new target", countBlocks(t, otherDir), next.Status.NewlyUploadedDataSize)
+	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, name+"-next", metav1.DeleteOptions{}))
+	c.waitBackupGone(name + "-next")
 	c.setTarget(t, good, true)
 	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, name, metav1.DeleteOptions{}))
-	c.eventually("backup "+name+" deleted", 60*time.Second, func() (bool, string) {
+	c.waitBackupGone(name)
+
+	// a Backup deleted while it waits in its lock is canceled first
+	const heldName = "bak-backup-held"
+	c.createBackup(heldName, vol, "bak-snap-3")
+	c.waitLockFiles("backup "+heldName+" waits for its lock behind the test's", locks, 2)
+	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, heldName, metav1.DeleteOptions{}))
+	start = time.Now()
+	c.waitLockFiles("the deleted backup's lock released", locks, 1)
+	t.Logf("MEASURE deleted running backup's lock released %v after the deletion", time.Since(start).Round(time.Millisecond))
+	c.must(os.Remove(held))
+	c.waitBackupGone(heldName)
+}
+
+// waitBackupGone waits until Backup name is gone.
+func (c *cluster) waitBackupGone(name string) {
+	c.eventually("backup "+name+" deleted", 90*time.Second, func() (bool, string) {
 		_, err := c.lh.LonghornV1beta2().Backups(ns).Get(c.ctx, name, metav1.GetOptions{})
 		return err != nil, "still there"
 	})

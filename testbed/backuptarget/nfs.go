@@ -171,7 +171,10 @@ func (n *NFS) start() error {
 	}
 }
 
-// ready reports whether portmapper and NFS accept connections.
+// ready reports whether portmapper and NFS accept connections and the
+// MOUNT service (program 100005) is registered with the portmapper: ganesha
+// opens 2049 before it registers MOUNT, and a client that asks the
+// portmapper in between gets port 0 ("MOUNT service: dial ...:0").
 func ready(addr string) bool {
 	for _, p := range []string{"111", "2049"} {
 		c, err := net.DialTimeout("tcp", net.JoinHostPort(addr, p), time.Second)
@@ -180,7 +183,10 @@ func ready(addr string) bool {
 		}
 		c.Close()
 	}
-	return true
+	if _, err := exec.LookPath("rpcinfo"); err != nil {
+		return true
+	}
+	return exec.Command("rpcinfo", "-T", "tcp", addr, "100005", "3").Run() == nil
 }
 
 func (n *NFS) log() string {

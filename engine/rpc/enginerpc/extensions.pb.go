@@ -952,6 +952,50 @@ func (x *SnapshotCloneStatusReply) GetStatus() map[string]*SnapshotCloneStatus {
 	return nil
 }
 
+type BackupCancelRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Backup        string                 `protobuf:"bytes,1,opt,name=backup,proto3" json:"backup,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *BackupCancelRequest) Reset() {
+	*x = BackupCancelRequest{}
+	mi := &file_extensions_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *BackupCancelRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*BackupCancelRequest) ProtoMessage() {}
+
+func (x *BackupCancelRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_extensions_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use BackupCancelRequest.ProtoReflect.Descriptor instead.
+func (*BackupCancelRequest) Descriptor() ([]byte, []int) {
+	return file_extensions_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *BackupCancelRequest) GetBackup() string {
+	if x != nil {
+		return x.Backup
+	}
+	return ""
+}
+
 var File_extensions_proto protoreflect.FileDescriptor
 
 const file_extensions_proto_rawDesc = "" +
@@ -1042,7 +1086,9 @@ const file_extensions_proto_rawDesc = "" +
 	"\x06status\x18\x01 \x03(\v2+.lhext.SnapshotCloneStatusReply.StatusEntryR\x06status\x1aU\n" +
 	"\vStatusEntry\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x120\n" +
-	"\x05value\x18\x02 \x01(\v2\x1a.lhext.SnapshotCloneStatusR\x05value:\x028\x012\xd6\x06\n" +
+	"\x05value\x18\x02 \x01(\v2\x1a.lhext.SnapshotCloneStatusR\x05value:\x028\x01\"-\n" +
+	"\x13BackupCancelRequest\x12\x16\n" +
+	"\x06backup\x18\x01 \x01(\tR\x06backup2\xd6\x06\n" +
 	"\x14ControllerExtService\x12>\n" +
 	"\n" +
 	"ReplicaAdd\x12\x18.lhext.ReplicaAddRequest\x1a\x16.google.protobuf.Empty\x12V\n" +
@@ -1055,7 +1101,9 @@ const file_extensions_proto_rawDesc = "" +
 	"\x13SnapshotCloneStatus\x12\x16.google.protobuf.Empty\x1a\x1f.lhext.SnapshotCloneStatusReply\x12_\n" +
 	"\x15VolumeUpgradeHandOver\x12#.lhext.VolumeUpgradeHandOverRequest\x1a!.lhext.VolumeUpgradeHandOverReply\x12D\n" +
 	"\x12VolumeUpgradeAbort\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.Empty\x12C\n" +
-	"\x11VolumeUpgradeDone\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.EmptyB@Z>github.com/longhorn-go/longhorn/engine/rpc/enginerpc;enginerpcb\x06proto3"
+	"\x11VolumeUpgradeDone\x12\x16.google.protobuf.Empty\x1a\x16.google.protobuf.Empty2Y\n" +
+	"\x13SyncAgentExtService\x12B\n" +
+	"\fBackupCancel\x12\x1a.lhext.BackupCancelRequest\x1a\x16.google.protobuf.EmptyB@Z>github.com/longhorn-go/longhorn/engine/rpc/enginerpc;enginerpcb\x06proto3"
 
 var (
 	file_extensions_proto_rawDescOnce sync.Once
@@ -1069,7 +1117,7 @@ func file_extensions_proto_rawDescGZIP() []byte {
 	return file_extensions_proto_rawDescData
 }
 
-var file_extensions_proto_msgTypes = make([]protoimpl.MessageInfo, 20)
+var file_extensions_proto_msgTypes = make([]protoimpl.MessageInfo, 21)
 var file_extensions_proto_goTypes = []any{
 	(*VolumeUpgradeHandOverRequest)(nil), // 0: lhext.VolumeUpgradeHandOverRequest
 	(*VolumeUpgradeHandOverReply)(nil),   // 1: lhext.VolumeUpgradeHandOverReply
@@ -1085,49 +1133,52 @@ var file_extensions_proto_goTypes = []any{
 	(*EngineSnapshotCloneRequest)(nil),   // 11: lhext.EngineSnapshotCloneRequest
 	(*SnapshotCloneStatus)(nil),          // 12: lhext.SnapshotCloneStatus
 	(*SnapshotCloneStatusReply)(nil),     // 13: lhext.SnapshotCloneStatusReply
-	nil,                                  // 14: lhext.ReplicaRebuildingStatusReply.StatusEntry
-	nil,                                  // 15: lhext.Snapshot.ChildrenEntry
-	nil,                                  // 16: lhext.Snapshot.LabelsEntry
-	nil,                                  // 17: lhext.SnapshotListReply.SnapshotsEntry
-	nil,                                  // 18: lhext.SnapshotPurgeStatusReply.StatusEntry
-	nil,                                  // 19: lhext.SnapshotCloneStatusReply.StatusEntry
-	(*emptypb.Empty)(nil),                // 20: google.protobuf.Empty
+	(*BackupCancelRequest)(nil),          // 14: lhext.BackupCancelRequest
+	nil,                                  // 15: lhext.ReplicaRebuildingStatusReply.StatusEntry
+	nil,                                  // 16: lhext.Snapshot.ChildrenEntry
+	nil,                                  // 17: lhext.Snapshot.LabelsEntry
+	nil,                                  // 18: lhext.SnapshotListReply.SnapshotsEntry
+	nil,                                  // 19: lhext.SnapshotPurgeStatusReply.StatusEntry
+	nil,                                  // 20: lhext.SnapshotCloneStatusReply.StatusEntry
+	(*emptypb.Empty)(nil),                // 21: google.protobuf.Empty
 }
 var file_extensions_proto_depIdxs = []int32{
-	14, // 0: lhext.ReplicaRebuildingStatusReply.status:type_name -> lhext.ReplicaRebuildingStatusReply.StatusEntry
-	15, // 1: lhext.Snapshot.children:type_name -> lhext.Snapshot.ChildrenEntry
-	16, // 2: lhext.Snapshot.labels:type_name -> lhext.Snapshot.LabelsEntry
-	17, // 3: lhext.SnapshotListReply.snapshots:type_name -> lhext.SnapshotListReply.SnapshotsEntry
-	18, // 4: lhext.SnapshotPurgeStatusReply.status:type_name -> lhext.SnapshotPurgeStatusReply.StatusEntry
-	19, // 5: lhext.SnapshotCloneStatusReply.status:type_name -> lhext.SnapshotCloneStatusReply.StatusEntry
+	15, // 0: lhext.ReplicaRebuildingStatusReply.status:type_name -> lhext.ReplicaRebuildingStatusReply.StatusEntry
+	16, // 1: lhext.Snapshot.children:type_name -> lhext.Snapshot.ChildrenEntry
+	17, // 2: lhext.Snapshot.labels:type_name -> lhext.Snapshot.LabelsEntry
+	18, // 3: lhext.SnapshotListReply.snapshots:type_name -> lhext.SnapshotListReply.SnapshotsEntry
+	19, // 4: lhext.SnapshotPurgeStatusReply.status:type_name -> lhext.SnapshotPurgeStatusReply.StatusEntry
+	20, // 5: lhext.SnapshotCloneStatusReply.status:type_name -> lhext.SnapshotCloneStatusReply.StatusEntry
 	3,  // 6: lhext.ReplicaRebuildingStatusReply.StatusEntry.value:type_name -> lhext.ReplicaRebuildStatus
 	5,  // 7: lhext.SnapshotListReply.SnapshotsEntry.value:type_name -> lhext.Snapshot
 	9,  // 8: lhext.SnapshotPurgeStatusReply.StatusEntry.value:type_name -> lhext.SnapshotPurgeStatus
 	12, // 9: lhext.SnapshotCloneStatusReply.StatusEntry.value:type_name -> lhext.SnapshotCloneStatus
 	2,  // 10: lhext.ControllerExtService.ReplicaAdd:input_type -> lhext.ReplicaAddRequest
-	20, // 11: lhext.ControllerExtService.ReplicaRebuildingStatus:input_type -> google.protobuf.Empty
-	20, // 12: lhext.ControllerExtService.SnapshotList:input_type -> google.protobuf.Empty
+	21, // 11: lhext.ControllerExtService.ReplicaRebuildingStatus:input_type -> google.protobuf.Empty
+	21, // 12: lhext.ControllerExtService.SnapshotList:input_type -> google.protobuf.Empty
 	7,  // 13: lhext.ControllerExtService.SnapshotRemove:input_type -> lhext.SnapshotRemoveRequest
 	8,  // 14: lhext.ControllerExtService.SnapshotPurge:input_type -> lhext.SnapshotPurgeRequest
-	20, // 15: lhext.ControllerExtService.SnapshotPurgeStatus:input_type -> google.protobuf.Empty
+	21, // 15: lhext.ControllerExtService.SnapshotPurgeStatus:input_type -> google.protobuf.Empty
 	11, // 16: lhext.ControllerExtService.SnapshotClone:input_type -> lhext.EngineSnapshotCloneRequest
-	20, // 17: lhext.ControllerExtService.SnapshotCloneStatus:input_type -> google.protobuf.Empty
+	21, // 17: lhext.ControllerExtService.SnapshotCloneStatus:input_type -> google.protobuf.Empty
 	0,  // 18: lhext.ControllerExtService.VolumeUpgradeHandOver:input_type -> lhext.VolumeUpgradeHandOverRequest
-	20, // 19: lhext.ControllerExtService.VolumeUpgradeAbort:input_type -> google.protobuf.Empty
-	20, // 20: lhext.ControllerExtService.VolumeUpgradeDone:input_type -> google.protobuf.Empty
-	20, // 21: lhext.ControllerExtService.ReplicaAdd:output_type -> google.protobuf.Empty
-	4,  // 22: lhext.ControllerExtService.ReplicaRebuildingStatus:output_type -> lhext.ReplicaRebuildingStatusReply
-	6,  // 23: lhext.ControllerExtService.SnapshotList:output_type -> lhext.SnapshotListReply
-	20, // 24: lhext.ControllerExtService.SnapshotRemove:output_type -> google.protobuf.Empty
-	20, // 25: lhext.ControllerExtService.SnapshotPurge:output_type -> google.protobuf.Empty
-	10, // 26: lhext.ControllerExtService.SnapshotPurgeStatus:output_type -> lhext.SnapshotPurgeStatusReply
-	20, // 27: lhext.ControllerExtService.SnapshotClone:output_type -> google.protobuf.Empty
-	13, // 28: lhext.ControllerExtService.SnapshotCloneStatus:output_type -> lhext.SnapshotCloneStatusReply
-	1,  // 29: lhext.ControllerExtService.VolumeUpgradeHandOver:output_type -> lhext.VolumeUpgradeHandOverReply
-	20, // 30: lhext.ControllerExtService.VolumeUpgradeAbort:output_type -> google.protobuf.Empty
-	20, // 31: lhext.ControllerExtService.VolumeUpgradeDone:output_type -> google.protobuf.Empty
-	21, // [21:32] is the sub-list for method output_type
-	10, // [10:21] is the sub-list for method input_type
+	21, // 19: lhext.ControllerExtService.VolumeUpgradeAbort:input_type -> google.protobuf.Empty
+	21, // 20: lhext.ControllerExtService.VolumeUpgradeDone:input_type -> google.protobuf.Empty
+	14, // 21: lhext.SyncAgentExtService.BackupCancel:input_type -> lhext.BackupCancelRequest
+	21, // 22: lhext.ControllerExtService.ReplicaAdd:output_type -> google.protobuf.Empty
+	4,  // 23: lhext.ControllerExtService.ReplicaRebuildingStatus:output_type -> lhext.ReplicaRebuildingStatusReply
+	6,  // 24: lhext.ControllerExtService.SnapshotList:output_type -> lhext.SnapshotListReply
+	21, // 25: lhext.ControllerExtService.SnapshotRemove:output_type -> google.protobuf.Empty
+	21, // 26: lhext.ControllerExtService.SnapshotPurge:output_type -> google.protobuf.Empty
+	10, // 27: lhext.ControllerExtService.SnapshotPurgeStatus:output_type -> lhext.SnapshotPurgeStatusReply
+	21, // 28: lhext.ControllerExtService.SnapshotClone:output_type -> google.protobuf.Empty
+	13, // 29: lhext.ControllerExtService.SnapshotCloneStatus:output_type -> lhext.SnapshotCloneStatusReply
+	1,  // 30: lhext.ControllerExtService.VolumeUpgradeHandOver:output_type -> lhext.VolumeUpgradeHandOverReply
+	21, // 31: lhext.ControllerExtService.VolumeUpgradeAbort:output_type -> google.protobuf.Empty
+	21, // 32: lhext.ControllerExtService.VolumeUpgradeDone:output_type -> google.protobuf.Empty
+	21, // 33: lhext.SyncAgentExtService.BackupCancel:output_type -> google.protobuf.Empty
+	22, // [22:34] is the sub-list for method output_type
+	10, // [10:22] is the sub-list for method input_type
 	10, // [10:10] is the sub-list for extension type_name
 	10, // [10:10] is the sub-list for extension extendee
 	0,  // [0:10] is the sub-list for field type_name
@@ -1144,9 +1195,9 @@ func file_extensions_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_extensions_proto_rawDesc), len(file_extensions_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   20,
+			NumMessages:   21,
 			NumExtensions: 0,
-			NumServices:   1,
+			NumServices:   2,
 		},
 		GoTypes:           file_extensions_proto_goTypes,
 		DependencyIndexes: file_extensions_proto_depIdxs,

@@ -542,3 +542,127 @@ var ControllerExtService_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "extensions.proto",
 }
+
+const (
+	SyncAgentExtService_BackupCancel_FullMethodName = "/lhext.SyncAgentExtService/BackupCancel"
+)
+
+// SyncAgentExtServiceClient is the client API for SyncAgentExtService service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// SyncAgentExtService: served next to Longhorn's SyncAgentService on a
+// replica's sync-agent port (P+2). Longhorn's agent has no way to stop a
+// backup it runs; a Longhorn replica answers Unimplemented here and its
+// backup runs to the end.
+type SyncAgentExtServiceClient interface {
+	// BackupCancel stops a backup this replica is taking: its upload stops,
+	// its lock is released and its incomplete backup .cfg is removed (blocks
+	// already uploaded stay for the next backup to reuse or the next deletion
+	// to collect). The backup's status then reads state "error" with an error
+	// saying it was canceled. A backup that already ended is left as it is
+	// (no error); a backup the replica does not know is NotFound.
+	BackupCancel(ctx context.Context, in *BackupCancelRequest, opts ...grpc.CallOption) (*emptypb.Empty, error)
+}
+
+type syncAgentExtServiceClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewSyncAgentExtServiceClient(cc grpc.ClientConnInterface) SyncAgentExtServiceClient {
+	return &syncAgentExtServiceClient{cc}
+}
+
+func (c *syncAgentExtServiceClient) BackupCancel(ctx context.Context, in *BackupCancelRequest, opts ...grpc.CallOption) (*emptypb.Empty, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(emptypb.Empty)
+	err := c.cc.Invoke(ctx, SyncAgentExtService_BackupCancel_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// SyncAgentExtServiceServer is the server API for SyncAgentExtService service.
+// All implementations must embed UnimplementedSyncAgentExtServiceServer
+// for forward compatibility.
+//
+// SyncAgentExtService: served next to Longhorn's SyncAgentService on a
+// replica's sync-agent port (P+2). Longhorn's agent has no way to stop a
+// backup it runs; a Longhorn replica answers Unimplemented here and its
+// backup runs to the end.
+type SyncAgentExtServiceServer interface {
+	// BackupCancel stops a backup this replica is taking: its upload stops,
+	// its lock is released and its incomplete backup .cfg is removed (blocks
+	// already uploaded stay for the next backup to reuse or the next deletion
+	// to collect). The backup's status then reads state "error" with an error
+	// saying it was canceled. A backup that already ended is left as it is
+	// (no error); a backup the replica does not know is NotFound.
+	BackupCancel(context.Context, *BackupCancelRequest) (*emptypb.Empty, error)
+	mustEmbedUnimplementedSyncAgentExtServiceServer()
+}
+
+// UnimplementedSyncAgentExtServiceServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedSyncAgentExtServiceServer struct{}
+
+func (UnimplementedSyncAgentExtServiceServer) BackupCancel(context.Context, *BackupCancelRequest) (*emptypb.Empty, error) {
+	return nil, status.Error(codes.Unimplemented, "method BackupCancel not implemented")
+}
+func (UnimplementedSyncAgentExtServiceServer) mustEmbedUnimplementedSyncAgentExtServiceServer() {}
+func (UnimplementedSyncAgentExtServiceServer) testEmbeddedByValue()                             {}
+
+// UnsafeSyncAgentExtServiceServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to SyncAgentExtServiceServer will
+// result in compilation errors.
+type UnsafeSyncAgentExtServiceServer interface {
+	mustEmbedUnimplementedSyncAgentExtServiceServer()
+}
+
+func RegisterSyncAgentExtServiceServer(s grpc.ServiceRegistrar, srv SyncAgentExtServiceServer) {
+	// If the following call panics, it indicates UnimplementedSyncAgentExtServiceServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&SyncAgentExtService_ServiceDesc, srv)
+}
+
+func _SyncAgentExtService_BackupCancel_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(BackupCancelRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(SyncAgentExtServiceServer).BackupCancel(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: SyncAgentExtService_BackupCancel_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(SyncAgentExtServiceServer).BackupCancel(ctx, req.(*BackupCancelRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// SyncAgentExtService_ServiceDesc is the grpc.ServiceDesc for SyncAgentExtService service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var SyncAgentExtService_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "lhext.SyncAgentExtService",
+	HandlerType: (*SyncAgentExtServiceServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "BackupCancel",
+			Handler:    _SyncAgentExtService_BackupCancel_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "extensions.proto",
+}

@@ -88,6 +88,16 @@ func (m *Manager) Create(ctx context.Context, req CreateRequest) (CreateResult, 
 	runCtx, cancel := context.WithCancel(m.ctx)
 	t := &backupTask{cancel: cancel, status: BackupStatus{State: StateInProgress, SnapshotName: req.SnapshotName}}
 	m.mu.Lock()
+	if err := prepCtx.Err(); err != nil {
+		// canceled (Cancel or the caller) while it was prepared
+		delete(m.backups, req.BackupName)
+		m.mu.Unlock()
+		cancel()
+		job.Abort()
+		src.Close()
+		store.Close()
+		return CreateResult{}, fmt.Errorf("%w: backup %s: %v", backupstore.ErrCanceled, req.BackupName, err)
+	}
 	m.backups[req.BackupName] = t
 	m.mu.Unlock()
 	m.wg.Add(1)
@@ -150,14 +160,6 @@ func (m *Manager) setBackup(name string, fn func(*BackupStatus)) {
 	}
 }
 
-func (m *Manager) cancelBackup(name string) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if t, ok := m.backups[name]; ok && t.status.State == StateInProgress {
-		t.cancel()
-	}
-}
-
 // Status returns a backup's status; ok is false for a backup this replica
 // does not know.
 func (m *Manager) Status(name string) (BackupStatus, bool) {
@@ -170,15 +172,17 @@ func (m *Manager) Status(name string) (BackupStatus, bool) {
 	return t.status, true
 }
 
-// Cancel stops a running backup of this replica; it ends with an error
-// saying it was canceled.
-func (m *Manager) Cancel(name string) bool {
+// Cancel stops a running backup of this replica: its upload stops, its lock
+// is released and its incomplete backup .cfg removed, and its status ends in
+// StateError with an error wrapping backupstore.ErrCanceled. Cancel returns
+// at once (Status follows the end); a backup that already ended is left as
+// it is. known is false for a backup this replica does not know.
+func (m *Manager) Cancel(name string) (known bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	t, ok := m.backups[name]
 	if ok && t.status.State == StateInProgress {
 		t.cancel()
-		return true
 	}
-	return false
+	return ok
 }

@@ -145,7 +145,7 @@ func (m *Manager) Remove(ctx context.Context, backupURL string, cred map[string]
 	if name == "" {
 		return fmt.Errorf("%w: backup URL %q names no backup", backupstore.ErrInvalid, backupURL)
 	}
-	m.cancelBackup(name)
+	m.Cancel(name)
 	if len(cred) == 0 {
 		m.mu.Lock()
 		for u, c := range m.creds {
