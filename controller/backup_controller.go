@@ -221,7 +221,8 @@ func (c *BackupController) recordTargetURL(ctx context.Context, bRO *longhorn.Ba
 func (c *BackupController) adoptStarted(ctx context.Context, bRO *longhorn.Backup, eng engineapi.BackupClient,
 	volume, target string) (Result, bool, error) {
 	st, err := eng.SnapshotBackupStatus(ctx, bRO.Name, "")
-	if engineapi.IsNotFound(err) {
+	if engineapi.IsNotFound(err) || engineapi.IsUnavailable(err) {
+		// no replica knows it (an unreachable one would be taking no backup either)
 		return Done, false, nil
 	}
 	if err != nil {

@@ -1,6 +1,7 @@
 package webhook
 
 import (
+	"context"
 	"strings"
 	"testing"
 
@@ -62,4 +63,27 @@ func TestVolumeFromBackupUpdate(t *testing.T) {
 	v = normal.DeepCopy()
 	v.Spec.Standby, v.Spec.Frontend, v.Spec.FromBackup = true, "", old.Spec.FromBackup
 	checkField(t, validateVolumeUpdate(normal, v), "spec.Standby")
+}
+
+// restoringStore says every volume restores a backup.
+type restoringStore struct{ stubVolumeStore }
+
+func (restoringStore) Restoring(context.Context, string) (bool, error) { return true, nil }
+
+// activate (standby true -> false) is refused while a replica restores a
+// backup, naming spec.Standby; allowed once the restore is done; a volume
+// that was not standby is not asked about.
+func TestActivationRefusedWhileRestoring(t *testing.T) {
+	old := validVolume()
+	old.Spec.FromBackup, old.Spec.Standby, old.Spec.Frontend = "s3://bucket@us-east-1/?backup=backup-1&volume=vol1", true, ""
+	v := old.DeepCopy()
+	v.Spec.Standby, v.Spec.Frontend = false, longhorn.VolumeFrontendBlockDev
+	err := checkActivation(context.Background(), restoringStore{}, old, v)
+	checkField(t, err, "spec.Standby")
+	if !strings.Contains(err.Error(), "while it restores") {
+		t.Fatalf("refusal %q does not say why", err)
+	}
+	checkField(t, checkActivation(context.Background(), stubVolumeStore{}, old, v), "")
+	normal := validVolume()
+	checkField(t, checkActivation(context.Background(), restoringStore{}, normal, normal.DeepCopy()), "")
 }

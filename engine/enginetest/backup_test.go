@@ -164,16 +164,21 @@ func testBackupRestoreThreeReplicas(t *testing.T, target string, cred map[string
 	if _, err := e.api().VolumeSnapshot(ctx, &enginerpc.VolumeSnapshotRequest{Name: "snap-2"}); err != nil {
 		t.Fatal(err)
 	}
+	store, err := backupstore.Open(ctx, target, cred, backupstore.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	blocksBefore, err := store.ListBlocks(ctx, "vol1")
+	if err != nil {
+		t.Fatal(err)
+	}
 	req.SnapshotFileName = "snap-2"
 	res2, err := task.CreateBackup(ctx, req)
 	if err != nil || !res2.IsIncremental {
 		t.Fatalf("backup 2: %+v %v; want incremental", res2, err)
 	}
 	st2 := waitTaskBackup(t, task, res2.BackupName, res2.ReplicaAddress)
-	store, err := backupstore.Open(ctx, target, cred, backupstore.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
 	info, err := store.InspectBackup(ctx, "vol1", res2.BackupName)
 	if err != nil {
 		t.Fatal(err)
@@ -181,6 +186,13 @@ func testBackupRestoreThreeReplicas(t *testing.T, target string, cred map[string
 	const changed = 2 // blocks 3 and 11; their data compresses, so less than 2 blocks go up
 	if info.NewlyUploadedDataSize == 0 || info.NewlyUploadedDataSize > changed*(2<<20)+8192 {
 		t.Fatalf("backup 2 uploaded %d bytes; want at most the %d changed blocks", info.NewlyUploadedDataSize, changed)
+	}
+	blocksAfter, err := store.ListBlocks(ctx, "vol1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := len(blocksAfter) - len(blocksBefore); n != changed {
+		t.Fatalf("backup 2 added %d blocks to the store (%d -> %d); want the %d changed ones", n, len(blocksBefore), len(blocksAfter), changed)
 	}
 	if err := rtask.RestoreBackup(ctx, st2.GetBackupUrl(), cred, 2); err != nil {
 		t.Fatal(err)

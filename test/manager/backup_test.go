@@ -550,6 +550,7 @@ func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
 	if n := countBlocks(t, root); n != oldBlocks {
 		t.Fatalf("the canceled backup (held in its lock) changed the old store's blocks: %d, was %d", n, oldBlocks)
 	}
+	c.must(os.Remove(held)) // a deletion in this store would wait behind it
 	next := c.backupOf(t, vol, "bak-snap-switch", name+"-next")
 	if n, nb := countBlocks(t, otherDir), next.Status.NewlyUploadedDataSize; n == 0 || nb == "0" {
 		t.Fatalf("the next backup to the new target: %d blocks there, newly uploaded %s bytes; want every block", n, nb)
@@ -563,6 +564,7 @@ func testTargetChanged(t *testing.T, c *cluster, vol, good string) {
 
 	// a Backup deleted while it waits in its lock is canceled first
 	const heldName = "bak-backup-held"
+	_, held = c.holdBackupLock(root, vol)
 	c.createBackup(heldName, vol, "bak-snap-3")
 	c.waitLockFiles("backup "+heldName+" waits for its lock behind the test's", locks, 2)
 	c.must(c.lh.LonghornV1beta2().Backups(ns).Delete(c.ctx, heldName, metav1.DeleteOptions{}))
