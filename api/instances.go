@@ -45,8 +45,9 @@ func (s *Server) getEngineImage(ctx context.Context, r *http.Request, u urls) (i
 	return http.StatusOK, u.engineImage(o, s.opts.EngineImage), nil
 }
 
-// createEngineImage is refused: this product runs one engine image, the
-// manager's own (live engine upgrade is not supported yet).
+// createEngineImage is refused: an engine image is the image of this
+// product's instance managers, deployed by the managers of that version
+// (helm upgrade), never by hand.
 func (s *Server) createEngineImage(context.Context, *http.Request, urls) (int, any, error) {
 	return 0, nil, notSupported("deploying another engine image (engine upgrade)")
 }

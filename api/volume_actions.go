@@ -82,9 +82,6 @@ func (s *Server) volumeAction(ctx context.Context, r *http.Request, u urls) (int
 	if why, missing := unsupportedVolumeActions[action]; missing {
 		return 0, nil, notSupported(why)
 	}
-	if action == "engineUpgrade" && v.Status.State == longhorn.VolumeStateAttached {
-		return 0, nil, notSupported(liveUpgradeMissing)
-	}
 	if !slices.Contains(volumeActions(v), action) {
 		return 0, nil, invalidState("volume %s is %s (robustness %s): action %s is not available",
 			v.Name, orUnknown(string(v.Status.State)), orUnknown(string(v.Status.Robustness)), action)
@@ -126,8 +123,8 @@ var (
 // only salvage; otherwise snapshotCRGet/List, and by state: detached and
 // attached take expand, replicaRemove, the update actions and the PV/PVC
 // and recurring job actions and snapshotCRCreate/Delete (for a detached
-// volume the snapshot controller attaches it), detached also engineUpgrade
-// (offline; live upgrade is not supported yet), attached also the engine
+// volume the snapshot controller attaches it) and engineUpgrade (offline
+// when detached, live when attached), attached also the engine
 // snapshot actions, attaching only the recurring job actions. activate needs a
 // standby volume, cancelExpansion an expansion in progress; actions whose
 // feature is missing (unsupportedVolumeActions) are never listed.
@@ -145,9 +142,7 @@ func volumeActions(v *longhorn.Volume) []string {
 		actions = append(actions, kubernetesActions...)
 		actions = append(actions, recurringActions...)
 		actions = append(actions, snapshotCRWrites...)
-		if v.Status.State == longhorn.VolumeStateDetached {
-			actions = append(actions, "engineUpgrade")
-		}
+		actions = append(actions, "engineUpgrade")
 		if v.Status.State == longhorn.VolumeStateAttached {
 			actions = append(actions, engineSnapActions...)
 		}

@@ -6,6 +6,7 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/longhorn-go/longhorn/controller/lifecycle"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
 )
@@ -16,14 +17,12 @@ type EngineUpgradeInput struct {
 	Image string `json:"image"`
 }
 
-// liveUpgradeMissing is why engineUpgrade answers 501 on a volume that is
-// not detached.
-const liveUpgradeMissing = "live engine upgrade of an attached volume (detach the volume to upgrade its engine image)"
-
-// engineUpgrade sets spec.image of a detached volume to a deployed engine
-// image (Longhorn's offline engine upgrade); the volume controller moves the
-// engine and replicas to it. The webhook refuses it while the volume is
-// restoring or expanding.
+// engineUpgrade sets spec.image to a deployed engine image; the volume
+// controller moves a detached volume's engine and replicas to it (offline
+// upgrade) and an attached volume's engine live. What
+// lifecycle.CheckEngineUpgrade refuses (restoring, expanding, rebuilding,
+// degraded, a frontend the live upgrade does not support yet, ...) is a 409
+// with its message, as the admission webhook decides.
 func (s *Server) engineUpgrade(ctx context.Context, r *http.Request, u urls, v *longhorn.Volume) (int, any, error) {
 	var in EngineUpgradeInput
 	if err := decodeBody(r, &in); err != nil {
@@ -40,6 +39,13 @@ func (s *Server) engineUpgrade(ctx context.Context, r *http.Request, u urls, v *
 	}
 	if ei.Status.State != longhorn.EngineImageStateDeployed {
 		return 0, nil, invalidInput("image", "engine image %q is %s, not deployed", in.Image, orUnknown(string(ei.Status.State)))
+	}
+	check, err := s.ds.EngineUpgradeCheck(ctx, v, in.Image)
+	if err != nil {
+		return 0, nil, err
+	}
+	if err := lifecycle.CheckEngineUpgrade(check); err != nil {
+		return 0, nil, invalidState("%v", err)
 	}
 	return s.updateVolumeSpec(ctx, u, v.Name, func(sp *longhorn.VolumeSpec) error { sp.Image = in.Image; return nil })
 }

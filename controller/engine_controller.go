@@ -125,8 +125,14 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	if err != nil {
 		return Done, err
 	}
-	res := Done
-	if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
+	res, err := c.reconcileUpgrade(ctx, e)
+	if err != nil {
+		return Done, err
+	}
+	if phase, _ := upgradePhase(e); phase.Holding() || wantsUpgrade(e) {
+		// The old engine hands the volume over: what it reports meanwhile
+		// (no replicas, no frontend) must not fail replicas or detach.
+	} else if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
 		c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e),
 			Restore: e.Spec.RequestedBackupRestore != "", Clone: e.Spec.RequestedDataSource != ""})
 		obs := c.monitors.latest(e.Name)
@@ -149,7 +155,7 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 		clearObservation(e)
 	}
 	if e.Status.CurrentState != longhorn.InstanceState(e.Spec.DesireState) {
-		res = WaitShort
+		res = sooner(res, WaitShort)
 	}
 	if !reflect.DeepEqual(eRO.Status, e.Status) {
 		if _, err := c.ds.UpdateEngineStatus(ctx, e); err != nil {
@@ -242,17 +248,18 @@ func (c *EngineController) engineSettings(ctx context.Context) engineLaunchSetti
 // snapshot-max-count) and engine-replica-timeout; an engine without
 // replicas waits.
 func engineProcessSpec(e *longhorn.Engine, im *longhorn.InstanceManager, st engineLaunchSettings) (engineapi.InstanceSpec, error) {
-	if len(e.Spec.ReplicaAddressMap) == 0 {
+	m := engineReplicaMap(e)
+	if len(m) == 0 {
 		return engineapi.InstanceSpec{}, errNotReady
 	}
-	names := make([]string, 0, len(e.Spec.ReplicaAddressMap))
-	for n := range e.Spec.ReplicaAddressMap {
+	names := make([]string, 0, len(m))
+	for n := range m {
 		names = append(names, n)
 	}
 	slices.Sort(names)
 	var replicas []string
 	for _, n := range names {
-		replicas = append(replicas, "tcp://"+e.Spec.ReplicaAddressMap[n])
+		replicas = append(replicas, "tcp://"+m[n])
 	}
 	var extra []string
 	if e.Spec.RevisionCounterDisabled {
@@ -290,7 +297,7 @@ func replicaNameForAddress(e *longhorn.Engine, r engineapi.Replica) string {
 		return r.InstanceName
 	}
 	addr := strings.TrimPrefix(r.Address, "tcp://")
-	for n, a := range e.Spec.ReplicaAddressMap {
+	for n, a := range engineReplicaMap(e) {
 		if a == addr {
 			return n
 		}
@@ -311,6 +318,7 @@ func applyObservation(e *longhorn.Engine, obs *engineObservation) {
 		return
 	}
 	e.Status.SnapshotsError = ""
+	spec := engineReplicaMap(e)
 	observed := map[string]lifecycle.ReplicaMode{}
 	current := map[string]string{}
 	for _, r := range obs.Replicas {
@@ -322,12 +330,12 @@ func applyObservation(e *longhorn.Engine, obs *engineObservation) {
 		current[n] = addr
 		// A replica that came back at another address is a new member: its
 		// old entry says nothing about the new process.
-		if e.Spec.ReplicaAddressMap[n] == addr {
+		if spec[n] == addr {
 			observed[n] = lifecycle.ReplicaMode(r.Mode)
 		}
 	}
 	modes := map[string]longhorn.ReplicaMode{}
-	for n := range e.Spec.ReplicaAddressMap {
+	for n := range spec {
 		next, _ := lifecycle.NextReplicaMode(lifecycle.ReplicaMode(e.Status.ReplicaModeMap[n]), observed[n])
 		if next != lifecycle.ModeNone {
 			modes[n] = longhorn.ReplicaMode(next)

@@ -39,7 +39,10 @@ func newEngineImageController(e *env) (runner, error) {
 	// Node, instance manager, engine and replica changes touch the default
 	// image's deployment map and reference count.
 	all := onChange(func(any) { c.enqueueDefault() })
-	for _, inf := range []func() cache.SharedIndexInformer{e.ds.NodeInformer, e.ds.InstanceManagerInformer, e.ds.EngineInformer, e.ds.ReplicaInformer} {
+	// Volume and setting changes may make a volume eligible for the
+	// automatic upgrade to it (autoUpgrade).
+	for _, inf := range []func() cache.SharedIndexInformer{e.ds.NodeInformer, e.ds.InstanceManagerInformer, e.ds.EngineInformer,
+		e.ds.ReplicaInformer, e.ds.VolumeInformer, e.ds.SettingInformer} {
 		if err := addHandler(inf(), all); err != nil {
 			return nil, err
 		}
@@ -87,6 +90,9 @@ func (c *EngineImageController) syncEngineImage(ctx context.Context, key string)
 		return Done, err
 	}
 	st := decideEngineImageStatus(eiRO, obs, c.opts.NodeName, c.now())
+	if err := c.autoUpgrade(ctx, eiRO); err != nil {
+		return Done, fmt.Errorf("automatic engine upgrade: %w", err)
+	}
 	if reflect.DeepEqual(st, eiRO.Status) {
 		return Done, nil
 	}

@@ -128,3 +128,25 @@ func TestEngineImageCreatedAndDeployed(t *testing.T) {
 		t.Errorf("ei-other: %v", err)
 	}
 }
+
+// TestPickAutoUpgrades is concurrent-automatic-engine-upgrade-per-node-limit:
+// per owner node, eligible volumes (by name) up to the limit minus the
+// volumes already upgrading there; 0 disables it.
+func TestPickAutoUpgrades(t *testing.T) {
+	vols := []autoUpgradeVolume{
+		{name: "c", node: "n1", eligible: true},
+		{name: "a", node: "n1", eligible: true},
+		{name: "b", node: "n1", upgrading: true},
+		{name: "d", node: "n2", eligible: true},
+		{name: "e", node: "n2"},
+		{name: "f", node: "n2", eligible: true},
+	}
+	for _, tc := range []struct {
+		limit int
+		want  string
+	}{{0, ""}, {1, "d"}, {2, "a d f"}, {5, "a c d f"}} {
+		if got := strings.Join(pickAutoUpgrades(vols, tc.limit), " "); got != tc.want {
+			t.Errorf("limit %d: picked %q, want %q", tc.limit, got, tc.want)
+		}
+	}
+}

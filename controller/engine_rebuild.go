@@ -46,7 +46,9 @@ func (c *EngineController) record(engine, replica string) *rebuildRecord {
 // (one lifecycle.NextRebuild step each), within
 // concurrent-replica-rebuild-per-node-limit.
 func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.Engine, obs *engineObservation) error {
-	if obs == nil || obs.Err != "" || e.DeletionTimestamp != nil {
+	// While spec.upgradedReplicaAddressMap is set, the replica set is
+	// changing hands (live upgrade): nothing is added or removed.
+	if obs == nil || obs.Err != "" || e.DeletionTimestamp != nil || len(e.Spec.UpgradedReplicaAddressMap) > 0 {
 		return nil
 	}
 	client, err := c.api.Engine(ctx, imAddressOfEngine(e), engineRef(e))

@@ -28,7 +28,7 @@ func testReplica(name string, desire longhorn.InstanceState) *longhorn.Replica {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: testNS, Finalizers: []string{FinalizerName}},
 		Spec: longhorn.ReplicaSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "vol", VolumeSize: 1 << 30, NodeID: "n1",
 			DesireState: desire, Image: "longhorn:test", DataEngine: longhorn.DataEngineTypeV1},
-			DiskPath: "/var/lib/longhorn", DataDirectoryName: name + "-dir"},
+			DiskPath: "/var/lib/longhorn", DataDirectoryName: name + "-dir", Active: true},
 	}
 }
 

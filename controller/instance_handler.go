@@ -31,24 +31,33 @@ type instanceTarget struct {
 var errNotReady = errors.New("not ready to start")
 
 // instanceManagerFor returns the v1 instance manager on node, preferring
-// the one named in status (it runs the process) and then one with the
-// current image. nil when the node has none.
-func (e *env) instanceManagerFor(ctx context.Context, node, current string) (*longhorn.InstanceManager, error) {
+// the one named in status (it runs the process), then one of the object's
+// engine image (image; in this product the engine binary ships in the
+// instance-manager image, so an engine image runs in the instance managers
+// of that image), then one of the manager's own image. nil when the node
+// has none.
+func (e *env) instanceManagerFor(ctx context.Context, node, current, image string) (*longhorn.InstanceManager, error) {
 	ims, err := e.ds.ListInstanceManagersByNodeRO(ctx, node)
 	if err != nil {
 		return nil, err
+	}
+	rank := func(im *longhorn.InstanceManager) int {
+		switch {
+		case im.Name == current:
+			return 3
+		case image != "" && im.Spec.Image == image && im.DeletionTimestamp == nil:
+			return 2
+		case im.Spec.Image == e.opts.InstanceManagerImage:
+			return 1
+		}
+		return 0
 	}
 	var best *longhorn.InstanceManager
 	for _, im := range ims {
 		if im.Spec.DataEngine != "" && im.Spec.DataEngine != longhorn.DataEngineTypeV1 {
 			continue
 		}
-		switch {
-		case im.Name == current:
-			return im, nil
-		case im.Spec.Image == e.opts.InstanceManagerImage:
-			best = im
-		case best == nil:
+		if best == nil || rank(im) > rank(best) || (rank(im) == rank(best) && im.Name < best.Name) {
 			best = im
 		}
 	}
@@ -73,7 +82,7 @@ func processOf(im *longhorn.InstanceManager, name string, typ engineapi.Instance
 // actions against the instance manager (Longhorn's
 // InstanceHandler.ReconcileInstanceState).
 func (e *env) reconcileInstance(ctx context.Context, t instanceTarget) error {
-	im, err := e.instanceManagerFor(ctx, t.Spec.NodeID, t.Status.InstanceManagerName)
+	im, err := e.instanceManagerFor(ctx, t.Spec.NodeID, t.Status.InstanceManagerName, t.Spec.Image)
 	if err != nil {
 		return err
 	}

@@ -123,7 +123,8 @@ func (c *ReplicaController) processSpec(r *longhorn.Replica, im *longhorn.Instan
 }
 
 // reconcileDelete, once the process is stopped, removes the data directory
-// (on this node only; a down node's data is left behind) and then the
+// (on this node only; a down node's data is left behind; never that of an
+// inactive replica or of a directory another replica uses) and then the
 // finalizer.
 func (c *ReplicaController) reconcileDelete(ctx context.Context, r *longhorn.Replica) (Result, error) {
 	if !slices.Contains(r.Finalizers, FinalizerName) {
@@ -134,9 +135,15 @@ func (c *ReplicaController) reconcileDelete(ctx context.Context, r *longhorn.Rep
 		return WaitShort, nil
 	}
 	if r.Spec.NodeID == c.opts.NodeName && r.Spec.DiskPath != "" && r.Spec.DataDirectoryName != "" {
+		shared, err := c.dataDirShared(ctx, r)
+		if err != nil {
+			return Done, err
+		}
 		dir := filepath.Join(r.Spec.DiskPath, monitor.ReplicaDirectory, r.Spec.DataDirectoryName)
-		if err := os.RemoveAll(dir); err != nil {
-			return Done, fmt.Errorf("remove replica data %s: %w", dir, err)
+		if r.Spec.Active && !shared {
+			if err := os.RemoveAll(dir); err != nil {
+				return Done, fmt.Errorf("remove replica data %s: %w", dir, err)
+			}
 		}
 	} else if r.Spec.NodeID != "" && !nodeDown {
 		return Done, nil // the node's own manager removes the data
@@ -148,6 +155,26 @@ func (c *ReplicaController) reconcileDelete(ctx context.Context, r *longhorn.Rep
 	latest.Finalizers = slices.DeleteFunc(latest.Finalizers, func(f string) bool { return f == FinalizerName })
 	_, err = c.ds.UpdateReplica(ctx, latest)
 	return Done, ignoreNotFound(err)
+}
+
+// dataDirShared reports whether another Replica object of the volume, not
+// being deleted itself, uses
+// r's data directory: during a live engine upgrade the old replica and its
+// twin of the new image (spec.active false) serve the same directory, and
+// whichever goes keeps it. As in Longhorn, an inactive replica never
+// removes its data either (reconcileDelete).
+func (c *ReplicaController) dataDirShared(ctx context.Context, r *longhorn.Replica) (bool, error) {
+	rs, err := c.ds.ListReplicasByVolumeRO(ctx, r.Spec.VolumeName)
+	if err != nil {
+		return false, err
+	}
+	for _, o := range rs {
+		if o.Name != r.Name && o.DeletionTimestamp == nil && o.Spec.NodeID == r.Spec.NodeID && o.Spec.DiskPath == r.Spec.DiskPath &&
+			o.Spec.DataDirectoryName == r.Spec.DataDirectoryName {
+			return true, nil
+		}
+	}
+	return false, nil
 }
 
 // ignoreNotFound drops NotFound (the object is gone: nothing left to do).

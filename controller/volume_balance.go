@@ -27,7 +27,7 @@ func (s *volumeSnapshot) balancing() bool {
 func (s *volumeSnapshot) replicaNodeCounts() map[string]int {
 	out := map[string]int{}
 	for _, r := range s.reps {
-		if scheduled(r) && !failed(r) && !deleting(r) && !s.gone[r.Name] {
+		if r.Spec.Active && scheduled(r) && !failed(r) && !deleting(r) && !s.gone[r.Name] {
 			out[r.Spec.NodeID]++
 		}
 	}

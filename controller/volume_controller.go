@@ -158,6 +158,7 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"ensure attachment", c.ensureVolumeAttachment},
 		{"restore", c.reconcileRestore},
 		{"clone", c.reconcileClone},
+		{"engine upgrade", c.reconcileEngineUpgrade},
 		{"replica health", c.reconcileReplicaHealth},
 		{"sizes", c.reconcileSizes},
 		{"robustness", c.reconcileRobustness},
@@ -167,7 +168,6 @@ func (c *VolumeController) reconcile(ctx context.Context, s *volumeSnapshot) (Re
 		{"auto-balance", c.reconcileAutoBalance},
 		{"schedule", c.reconcileScheduling},
 		{"cleanup", c.reconcileCleanup},
-		{"engine upgrade", c.reconcileEngineUpgrade},
 		{"state", c.reconcileState},
 		{"conditions", c.reconcileConditions},
 	}

@@ -25,7 +25,7 @@ func (s *volumeSnapshot) localityNode() string {
 // of the volume is placed on node.
 func (s *volumeSnapshot) hasReplicaOn(node string) bool {
 	for _, r := range s.reps {
-		if r.Spec.NodeID == node && !failed(r) && !deleting(r) && !s.gone[r.Name] {
+		if r.Spec.NodeID == node && r.Spec.Active && !failed(r) && !deleting(r) && !s.gone[r.Name] {
 			return true
 		}
 	}

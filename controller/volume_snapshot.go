@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"time"
 
@@ -81,7 +82,7 @@ func (c *VolumeController) observe(ctx context.Context, vRO *longhorn.Volume) (*
 		s.nodes[n.Name] = n
 	}
 	for name := range s.nodes {
-		if im, err := c.instanceManagerFor(ctx, name, ""); err == nil && im != nil {
+		if im, err := c.instanceManagerFor(ctx, name, "", vRO.Status.CurrentImage); err == nil && im != nil {
 			s.ims[name] = im
 		}
 		if kn, err := c.kubeNodes.Get(name); err == nil && kn.Spec.Unschedulable {
@@ -146,9 +147,18 @@ func (c *VolumeController) loadVolumeSettings(ctx context.Context, v *longhorn.V
 	return out, err
 }
 
-// sortedReplicas returns the working replicas (not being deleted here) in
-// name order.
+// sortedReplicas returns the active working replicas (not being deleted
+// here) in name order. Inactive replicas (spec.active false: the new image's
+// twins of a live engine upgrade, or the old replicas it replaced) are the
+// upgrade step's alone.
 func (s *volumeSnapshot) sortedReplicas() []*longhorn.Replica {
+	out := s.allReplicas()
+	return slices.DeleteFunc(out, func(r *longhorn.Replica) bool { return !r.Spec.Active })
+}
+
+// allReplicas returns every working replica, inactive ones included (not
+// being deleted here), in name order.
+func (s *volumeSnapshot) allReplicas() []*longhorn.Replica {
 	out := make([]*longhorn.Replica, 0, len(s.reps))
 	for n, r := range s.reps {
 		if !s.gone[n] {
@@ -162,12 +172,12 @@ func (s *volumeSnapshot) sortedReplicas() []*longhorn.Replica {
 // nowString is now in RFC 3339, as Longhorn stores timestamps.
 func (s *volumeSnapshot) nowString() string { return s.now.UTC().Format(time.RFC3339) }
 
-// applyChanges writes creations, spec changes, deletions and the volume
-// status, in that order. The first error stops it; the next sync retries
+// applyChanges writes creations, spec changes, deletions, the volume spec
+// and the volume status, in that order. The first error stops it; the next sync retries
 // from fresh caches (created replicas are expected until the cache shows
 // them, so a retry does not create them again).
 func (c *VolumeController) applyChanges(ctx context.Context, s *volumeSnapshot) error {
-	for _, r := range s.sortedReplicas() {
+	for _, r := range s.allReplicas() {
 		if !s.fresh[r.Name] {
 			continue
 		}
@@ -177,7 +187,7 @@ func (c *VolumeController) applyChanges(ctx context.Context, s *volumeSnapshot) 
 		}
 		c.expect.created(out, s.now)
 	}
-	for _, r := range s.sortedReplicas() {
+	for _, r := range s.allReplicas() {
 		ro := s.repRO[r.Name]
 		if ro == nil || s.fresh[r.Name] {
 			continue
@@ -197,6 +207,14 @@ func (c *VolumeController) applyChanges(ctx context.Context, s *volumeSnapshot) 
 		if err := c.ds.DeleteReplica(ctx, name); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete replica %s: %w", name, err)
 		}
+	}
+	if !reflect.DeepEqual(s.volRO.Spec, s.vol.Spec) {
+		// Only a failed live upgrade writes the spec (spec.image back).
+		out, err := c.ds.UpdateVolume(ctx, s.vol)
+		if err != nil {
+			return fmt.Errorf("update volume: %w", err)
+		}
+		s.vol.ResourceVersion = out.ResourceVersion
 	}
 	if !reflect.DeepEqual(s.volRO.Status, s.vol.Status) {
 		if _, err := c.ds.UpdateVolumeStatus(ctx, s.vol); err != nil {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"k8s.io/client-go/tools/record"
+
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
 // TestEngineUpgradeOffline: a detached volume's engine and replicas take the
-// new image and status.currentImage follows; an attached volume, or one whose
-// processes still run, keeps its current image.
+// new image and status.currentImage follows; one whose processes still run
+// keeps its current image (the live path of an attached volume is
+// TestVolumeLiveUpgrade's).
 func TestEngineUpgradeOffline(t *testing.T) {
 	mk := func(state longhorn.VolumeState, inst longhorn.InstanceState) *volumeSnapshot {
 		v := &longhorn.Volume{}
@@ -17,17 +20,18 @@ func TestEngineUpgradeOffline(t *testing.T) {
 		e := &longhorn.Engine{}
 		e.Spec.Image, e.Status.CurrentState = "old", inst
 		r := &longhorn.Replica{}
+		r.Name, r.Spec.Active = "r", true
 		r.Spec.Image, r.Status.CurrentState = "old", inst
-		return &volumeSnapshot{vol: v, eng: e, reps: map[string]*longhorn.Replica{"r": r}}
+		return &volumeSnapshot{vol: v, engRO: e.DeepCopy(), eng: e, reps: map[string]*longhorn.Replica{"r": r},
+			fresh: map[string]bool{}, gone: map[string]bool{}}
 	}
-	c := &VolumeController{}
+	c := &VolumeController{env: &env{recorder: record.NewFakeRecorder(10)}}
 	cases := []struct {
 		name  string
 		s     *volumeSnapshot
 		moved bool
 	}{
 		{"detached", mk(longhorn.VolumeStateDetached, longhorn.InstanceStateStopped), true},
-		{"attached", mk(longhorn.VolumeStateAttached, longhorn.InstanceStateRunning), false},
 		{"detached, engine still stopping", mk(longhorn.VolumeStateDetached, longhorn.InstanceStateStopping), false},
 	}
 	for _, tc := range cases {

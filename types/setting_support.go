@@ -95,7 +95,7 @@ var settingSupport = map[SettingName]SettingSupport{
 	SettingNameAllowVolumeCreationWithDegradedAvailability:              notSupported(),
 	SettingNameAutoCleanupSystemGeneratedSnapshot:                       reader("controller/engine_rebuild.go:cleanupAfterRebuild"),
 	SettingNameAutoCleanupRecurringJobBackupSnapshot:                    notSupported("false"),
-	SettingNameConcurrentAutomaticEngineUpgradePerNodeLimit:             notSupported(),
+	SettingNameConcurrentAutomaticEngineUpgradePerNodeLimit:             reader("controller/engine_image_autoupgrade.go:autoUpgrade"),
 	SettingNameBackingImageCleanupWaitInterval:                          notSupported(),
 	SettingNameBackingImageRecoveryWaitInterval:                         notSupported(),
 	SettingNameGuaranteedInstanceManagerCPU:                             reader("controller/instance_manager_controller.go:podCPURequest"),

@@ -240,10 +240,4 @@ func TestNotSupportedFieldsRefusedByAdmission(t *testing.T) {
 		!strings.Contains(err.Error(), "spec.salvageRequested") {
 		t.Errorf("replica salvageRequested: %v", err)
 	}
-	e := &longhorn.Engine{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Spec: longhorn.EngineSpec{
-		InstanceSpec: longhorn.InstanceSpec{VolumeName: "v", DataEngine: longhorn.DataEngineTypeV1}, UpgradedReplicaAddressMap: map[string]string{"r": "1.2.3.4:5"}}}
-	if err := EngineKind().Validate(ctx, Request[*longhorn.Engine]{Operation: admissionv1.Create, Object: e, HasNew: true}); err == nil ||
-		!strings.Contains(err.Error(), "spec.upgradedReplicaAddressMap") {
-		t.Errorf("engine upgradedReplicaAddressMap: %v", err)
-	}
 }

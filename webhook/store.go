@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
+	"github.com/longhorn-go/longhorn/controller/lifecycle"
 	"github.com/longhorn-go/longhorn/datastore"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
@@ -110,6 +111,10 @@ func (s dsStore) Restoring(ctx context.Context, volume string) (bool, error) {
 		}
 	}
 	return false, nil
+}
+
+func (s dsStore) EngineUpgradeCheck(ctx context.Context, v *longhorn.Volume, image string) (lifecycle.EngineUpgradeCheck, error) {
+	return s.ds.EngineUpgradeCheck(ctx, v, image)
 }
 
 func (s dsStore) CloneSource(ctx context.Context, volume, snapshot string) (int64, error) {

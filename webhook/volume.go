@@ -11,6 +11,7 @@ import (
 	admissionregv1 "k8s.io/api/admissionregistration/v1"
 	"k8s.io/apimachinery/pkg/api/resource"
 
+	"github.com/longhorn-go/longhorn/controller/lifecycle"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
@@ -56,6 +57,10 @@ type VolumeStore interface {
 	// when snapshot is not "", checks that the volume has that Snapshot
 	// object; an Invalid error names what is missing.
 	CloneSource(ctx context.Context, volume, snapshot string) (int64, error)
+	// EngineUpgradeCheck gathers what lifecycle.CheckEngineUpgrade decides
+	// on when v's spec.image changes to image
+	// (datastore.DataStore.EngineUpgradeCheck).
+	EngineUpgradeCheck(ctx context.Context, v *longhorn.Volume, image string) (lifecycle.EngineUpgradeCheck, error)
 	ExpansionStore
 }
 
@@ -118,6 +123,9 @@ func admitVolumeUpdate(ctx context.Context, store VolumeStore, old, v *longhorn.
 	if err := checkActivation(ctx, store, old, v); err != nil {
 		return err
 	}
+	if err := checkImageChange(ctx, store, old, v); err != nil {
+		return err
+	}
 	if v.Spec.Size <= old.Spec.Size || v.DeletionTimestamp != nil {
 		return nil
 	}
@@ -126,6 +134,25 @@ func admitVolumeUpdate(ctx context.Context, store VolumeStore, old, v *longhorn.
 		return err
 	}
 	return checkExpansion(in, old.Spec.Size, v.Spec.Size)
+}
+
+// checkImageChange refuses a change of spec.image (the engine image) that
+// lifecycle.CheckEngineUpgrade refuses: the offline upgrade of a detached
+// volume, the live upgrade of an attached one, and a rollback to
+// status.currentImage (always allowed), decided as the REST engineUpgrade
+// action and the automatic upgrade decide.
+func checkImageChange(ctx context.Context, store VolumeStore, old, v *longhorn.Volume) error {
+	if old.Spec.Image == "" || old.Spec.Image == v.Spec.Image {
+		return nil
+	}
+	in, err := store.EngineUpgradeCheck(ctx, old, v.Spec.Image)
+	if err != nil {
+		return err
+	}
+	if err := lifecycle.CheckEngineUpgrade(in); err != nil {
+		return Invalid("spec.image", "%v", err)
+	}
+	return nil
 }
 
 // checkActivation refuses to activate a standby volume (spec.Standby true

@@ -10,6 +10,7 @@ import (
 	admissionv1 "k8s.io/api/admission/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/longhorn-go/longhorn/controller/lifecycle"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 )
 
@@ -244,6 +245,15 @@ func (stubVolumeStore) CloneSource(_ context.Context, volume, snapshot string) (
 }
 func (stubVolumeStore) Expansion(context.Context, *longhorn.Volume) (ExpansionInput, error) {
 	return ExpansionInput{}, nil
+}
+
+// EngineUpgradeCheck answers from the volume alone, as the datastore does
+// for a volume without engine whose new image runs everywhere.
+func (stubVolumeStore) EngineUpgradeCheck(_ context.Context, v *longhorn.Volume, image string) (lifecycle.EngineUpgradeCheck, error) {
+	return lifecycle.EngineUpgradeCheck{Volume: v.Name, OldImage: v.Spec.Image, CurrentImage: v.Status.CurrentImage, NewImage: image,
+		State: lifecycle.VolumeState(v.Status.State), Robustness: lifecycle.Robustness(v.Status.Robustness),
+		Frontend: string(v.Spec.Frontend), DisableFrontend: v.Spec.DisableFrontend, Restoring: v.Status.RestoreRequired,
+		Expanding: v.Status.ExpansionRequired, NewImageKnown: true}, nil
 }
 
 // One name limit with one message, whatever the length: the mutator refuses

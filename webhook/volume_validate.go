@@ -258,9 +258,6 @@ func validateVolumeUpdate(old, v *longhorn.Volume) error {
 			return Invalid(f.field, "is immutable (was %q, now %q)", f.old, f.new)
 		}
 	}
-	if err := checkImageChange(old, v); err != nil {
-		return err
-	}
 	if err := checkLimitChange(old, v); err != nil {
 		return err
 	}
@@ -271,24 +268,4 @@ func validateVolumeUpdate(old, v *longhorn.Volume) error {
 		return Invalid("spec.backupCompressionMethod", "cannot change from %q to %q", old.Spec.BackupCompressionMethod, v.Spec.BackupCompressionMethod)
 	}
 	return validateVolumeSpec(v)
-}
-
-// checkImageChange: spec.image (the engine image) may change only while the
-// volume is detached and neither restoring nor expanding (Longhorn's offline
-// engine upgrade); live engine upgrade of an attached volume is not
-// supported yet.
-func checkImageChange(old, v *longhorn.Volume) error {
-	if old.Spec.Image == "" || old.Spec.Image == v.Spec.Image {
-		return nil
-	}
-	switch {
-	case old.Status.State != longhorn.VolumeStateDetached && old.Status.State != longhorn.VolumeStateCreating && old.Status.State != "":
-		return Invalid("spec.image", "volume %s is %s: live engine upgrade is not supported yet; detach the volume to change its engine image",
-			old.Name, old.Status.State)
-	case old.Status.RestoreRequired:
-		return Invalid("spec.image", "volume %s is restoring a backup: its engine image cannot change", old.Name)
-	case old.Status.ExpansionRequired:
-		return Invalid("spec.image", "volume %s is expanding: its engine image cannot change", old.Name)
-	}
-	return nil
 }

@@ -128,7 +128,6 @@ concurrent-backing-image-replenish-per-node-limit: {accepted: ["","5"], message:
 concurrent-volume-backup-restore-per-node-limit: {accepted: ["","5"], message: "\"5\""}
 allow-volume-creation-with-degraded-availability: {accepted: ["","true"], message: "\"true\""}
 auto-cleanup-recurring-job-backup-snapshot: {accepted: ["","false","true"], message: "\"false\" or \"true\""}
-concurrent-automatic-engine-upgrade-per-node-limit: {accepted: ["","0"], message: "\"0\""}
 backing-image-cleanup-wait-interval: {accepted: ["","60"], message: "\"60\""}
 backing-image-recovery-wait-interval: {accepted: ["","300"], message: "\"300\""}
 kubernetes-cluster-autoscaler-enabled: {accepted: ["","false"], message: "\"false\""}

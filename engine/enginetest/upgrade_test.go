@@ -4,16 +4,12 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"io"
-	"math/rand"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -25,152 +21,6 @@ import (
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 )
-
-// qemuShell is an interactive qemu-io on the volume's nbd socket with
-// reconnect-delay, so that it reconnects when the engine drains it: the
-// client a live upgrade must not disturb. Commands go one at a time: qemu-io
-// reads stdin with stdio, so a second line already buffered would wait for
-// more input; each command is done when the next prompt appears.
-type qemuShell struct {
-	t       *testing.T
-	cmd     *exec.Cmd
-	in      io.WriteCloser
-	mu      sync.Mutex
-	out     strings.Builder
-	prompts int
-	changed chan struct{}
-	done    chan error
-}
-
-const qemuPrompt = "qemu-io> "
-
-var wroteRE = regexp.MustCompile(`wrote (\d+)/(\d+) bytes at offset (\d+)`)
-
-func startQemuShell(t *testing.T, sock, vol string) *qemuShell {
-	t.Helper()
-	bin := testutil.RequireTool(t, "qemu-io")
-	q := &qemuShell{t: t, changed: make(chan struct{}, 1), done: make(chan error, 1)}
-	q.cmd = exec.Command(bin, "--image-opts",
-		"driver=nbd,server.type=unix,server.path="+sock+",export="+vol+",reconnect-delay=20")
-	q.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	var err error
-	if q.in, err = q.cmd.StdinPipe(); err != nil {
-		t.Fatal(err)
-	}
-	pr, pw := io.Pipe()
-	q.cmd.Stdout, q.cmd.Stderr = pw, pw
-	if err := q.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go q.readOutput(pr)
-	go func() { err := q.cmd.Wait(); _ = pw.Close(); q.done <- err }()
-	t.Cleanup(func() { _ = q.cmd.Process.Kill() })
-	q.waitPrompts(1)
-	return q
-}
-
-func (q *qemuShell) readOutput(r io.Reader) {
-	buf := make([]byte, 64<<10)
-	for {
-		n, err := r.Read(buf)
-		q.mu.Lock()
-		q.out.Write(buf[:n])
-		q.prompts = strings.Count(q.out.String(), qemuPrompt)
-		q.mu.Unlock()
-		select {
-		case q.changed <- struct{}{}:
-		default:
-		}
-		if err != nil {
-			return
-		}
-	}
-}
-
-func (q *qemuShell) output() string {
-	q.mu.Lock()
-	defer q.mu.Unlock()
-	return q.out.String()
-}
-
-// waitPrompts waits until qemu-io printed n prompts in all.
-func (q *qemuShell) waitPrompts(n int) {
-	q.t.Helper()
-	timeout := time.After(60 * time.Second)
-	for {
-		q.mu.Lock()
-		have := q.prompts
-		q.mu.Unlock()
-		if have >= n {
-			return
-		}
-		select {
-		case <-q.changed:
-		case err := <-q.done:
-			q.t.Fatalf("qemu-io exited: %v\n%s", err, q.output())
-		case <-timeout:
-			q.t.Fatalf("qemu-io: no prompt %d after 60 s\n%s", n, q.output())
-		}
-	}
-}
-
-// command sends one command line and waits for the prompt after it.
-func (q *qemuShell) command(line string) {
-	q.t.Helper()
-	q.mu.Lock()
-	n := q.prompts
-	q.mu.Unlock()
-	if _, err := io.WriteString(q.in, line+"\n"); err != nil {
-		q.t.Fatalf("qemu-io stdin: %v\n%s", err, q.output())
-	}
-	q.waitPrompts(n + 1)
-}
-
-// round writes pattern pat to each 64 KiB chunk in chunks with aio_write
-// (all in flight at once), waits for them (aio_flush) and returns how long
-// that took. Any error fails the test.
-func (q *qemuShell) round(chunks []int64, pat byte, chunk int64) time.Duration {
-	q.t.Helper()
-	from := len(q.output())
-	t0 := time.Now()
-	for _, c := range chunks {
-		q.command(fmt.Sprintf("aio_write -P %d %d %d", pat, c*chunk, chunk))
-	}
-	q.command("aio_flush")
-	d := time.Since(t0)
-	out := q.output()[from:]
-	if strings.Contains(out, "failed") || strings.Contains(out, "rror") {
-		q.t.Fatalf("qemu-io I/O error:\n%s", out)
-	}
-	want := map[int64]bool{}
-	for _, c := range chunks {
-		want[c*chunk] = true
-	}
-	for _, m := range wroteRE.FindAllStringSubmatch(out, -1) {
-		off, _ := strconv.ParseInt(m[3], 10, 64)
-		if m[1] != m[2] || !want[off] {
-			q.t.Fatalf("qemu-io unexpected completion %q\n%s", m[0], out)
-		}
-		delete(want, off)
-	}
-	if len(want) > 0 {
-		q.t.Fatalf("qemu-io: %d writes not reported after aio_flush\n%s", len(want), out)
-	}
-	return d
-}
-
-func (q *qemuShell) quit() {
-	q.t.Helper()
-	_, _ = io.WriteString(q.in, "quit\n")
-	select {
-	case err := <-q.done:
-		if err != nil {
-			q.t.Fatalf("qemu-io exit: %v\n%s", err, q.output())
-		}
-	case <-time.After(30 * time.Second):
-		q.t.Fatalf("qemu-io did not quit\n%s", q.output())
-	}
-}
 
 // startUpgradeEngine starts a new engine of e's volume on the replicas reps
 // (processes on the same data directories) with --upgrade-from e, on e's
@@ -199,12 +49,12 @@ func TestLiveUpgradeHandOver(t *testing.T) {
 	d1, d2 := t.TempDir(), t.TempDir()
 	r1, r2 := startReplica(t, d1, size), startReplica(t, d2, size)
 	e1 := startEngine(t, "upg", size, []*replicaProc{r1, r2})
-	q := startQemuShell(t, e1.sock, e1.vol)
+	q := testutil.StartQemuShell(t, e1.sock, e1.vol)
 
-	w := newModelWriter(q, size, chunk, 20)
+	w := testutil.NewModelWriter(q, size, chunk, 20)
 	var durs []time.Duration
 	write := func() time.Duration {
-		d := w.round()
+		d := w.Round()
 		durs = append(durs, d)
 		return d
 	}
@@ -234,8 +84,8 @@ func TestLiveUpgradeHandOver(t *testing.T) {
 	for range 30 {
 		during = append(during, write())
 	}
-	q.quit()
-	if out := q.output(); strings.Contains(out, "fail") || strings.Contains(out, "rror") {
+	q.Quit()
+	if out := q.Output(); strings.Contains(out, "fail") || strings.Contains(out, "rror") {
 		t.Fatalf("qemu-io reported errors:\n%s", out)
 	}
 	if !strings.Contains(e2.logText(), "took the volume over") {
@@ -247,7 +97,7 @@ func TestLiveUpgradeHandOver(t *testing.T) {
 		}
 	}
 
-	want := verifyVolume(t, "volume through the new engine", e2, w.model, size, chunk)
+	want := verifyVolume(t, "volume through the new engine", e2, w.Model, size, chunk)
 	verifyModel(t, "new replica 1", n1.readAll(size), want, chunk)
 	verifyModel(t, "new replica 2", n2.readAll(size), want, chunk)
 	t.Logf("bytes verified: %d (volume) + 2 x %d (replicas); %d rounds of 8 x 64 KiB writes",
@@ -272,36 +122,6 @@ func median(ds []time.Duration) time.Duration {
 	s := slices.Clone(ds)
 	slices.Sort(s)
 	return s[len(s)/2]
-}
-
-// modelWriter issues rounds of 8 writes of one pattern to random chunks
-// through a qemu-io shell and keeps the model of the last pattern per chunk
-// (0 = never written) that verifyVolume checks.
-type modelWriter struct {
-	q     *qemuShell
-	model []byte
-	rng   *rand.Rand
-	pat   byte
-	chunk int64
-}
-
-func newModelWriter(q *qemuShell, size, chunk int64, seed int64) *modelWriter {
-	return &modelWriter{q: q, model: make([]byte, size/chunk), rng: rand.New(rand.NewSource(seed)), chunk: chunk}
-}
-
-// round writes one round and returns how long the client took.
-func (w *modelWriter) round() time.Duration {
-	w.pat = w.pat%250 + 1
-	chunks := w.rng.Perm(len(w.model))[:8]
-	cs := make([]int64, len(chunks))
-	for i, c := range chunks {
-		cs[i] = int64(c)
-	}
-	d := w.q.round(cs, w.pat, w.chunk)
-	for _, c := range chunks {
-		w.model[c] = w.pat
-	}
-	return d
 }
 
 // verifyVolume reads the whole volume through engine e's NBD export with
@@ -398,9 +218,9 @@ func TestLiveUpgradeAbort(t *testing.T) {
 	d1, d2 := t.TempDir(), t.TempDir()
 	r1, r2 := startReplica(t, d1, size), startReplica(t, d2, size)
 	e1 := startEngine(t, "upgab", size, []*replicaProc{r1, r2})
-	q := startQemuShell(t, e1.sock, e1.vol)
-	w := newModelWriter(q, size, chunk, 21)
-	write := func() { w.round() }
+	q := testutil.StartQemuShell(t, e1.sock, e1.vol)
+	w := testutil.NewModelWriter(q, size, chunk, 21)
+	write := func() { w.Round() }
 	for range 10 {
 		write()
 	}
@@ -423,14 +243,14 @@ func TestLiveUpgradeAbort(t *testing.T) {
 	for range 10 {
 		write()
 	}
-	q.quit()
+	q.Quit()
 	if st := replicaState(t, n1); st != "closed" {
 		t.Fatalf("new replica is %s after the abort, want closed", st)
 	}
 	if m := e1.modes(); m[r1.addr] != "RW" || m[r2.addr] != "RW" {
 		t.Fatalf("old engine replicas after the abort: %v", m)
 	}
-	verifyVolume(t, "volume through the old engine after the abort", e1, w.model, size, chunk)
+	verifyVolume(t, "volume through the old engine after the abort", e1, w.Model, size, chunk)
 }
 
 // TestLiveUpgradeNewEngineKilled: the new engine is killed after the old
@@ -444,12 +264,12 @@ func TestLiveUpgradeNewEngineKilled(t *testing.T) {
 	d1, d2 := t.TempDir(), t.TempDir()
 	r1, r2 := startReplica(t, d1, size), startReplica(t, d2, size)
 	e1 := startEngine(t, "upgkill", size, []*replicaProc{r1, r2})
-	q := startQemuShell(t, e1.sock, e1.vol)
-	w := newModelWriter(q, size, chunk, 22)
+	q := testutil.StartQemuShell(t, e1.sock, e1.vol)
+	w := testutil.NewModelWriter(q, size, chunk, 22)
 	var rounds int
 	var maxRound time.Duration
 	write := func() {
-		maxRound = max(maxRound, w.round())
+		maxRound = max(maxRound, w.Round())
 		rounds++
 	}
 	for range 10 {
@@ -476,7 +296,7 @@ func TestLiveUpgradeNewEngineKilled(t *testing.T) {
 	for end := time.Now().Add(2 * time.Second); time.Now().Before(end); {
 		write() // writes go on through the old engine
 	}
-	q.quit()
+	q.Quit()
 	for _, r := range []*replicaProc{n1, n2} {
 		if st := replicaState(t, r); st != "closed" {
 			t.Fatalf("new replica %s is %s after the self-abort, want closed", r.addr, st)
@@ -485,7 +305,7 @@ func TestLiveUpgradeNewEngineKilled(t *testing.T) {
 	if m := e1.modes(); m[r1.addr] != "RW" || m[r2.addr] != "RW" {
 		t.Fatalf("old engine replicas: %v", m)
 	}
-	verifyVolume(t, "volume through the old engine after the self-abort", e1, w.model, size, chunk)
+	verifyVolume(t, "volume through the old engine after the self-abort", e1, w.Model, size, chunk)
 	for _, p := range []string{e1.sock + ".prev", e1.sock + ".upgrade"} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Fatalf("%s left behind: %v", p, err)

@@ -99,6 +99,9 @@ type cluster struct {
 	nodes  []*simNode
 	// managerEnv is added to the managers' environment (startManager).
 	managerEnv []string
+	// image is the managers' --engine-image and --instance-manager-image
+	// ("" = the package's image); a new value is an upgrade to a new build.
+	image string
 }
 
 type simNode struct {
@@ -255,8 +258,12 @@ func (c *cluster) startManager(n *simNode) {
 	n.log = filepath.Join(c.dir, n.name+"-manager.log")
 	f, err := os.OpenFile(n.log, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	c.must(err)
+	img := c.image
+	if img == "" {
+		img = image
+	}
 	cmd := exec.Command(c.binary, "--log-level", "debug", "manager", "--kubeconfig", env.KubeconfigPath, "--node-name", n.name,
-		"--namespace", ns, "--pod-ip", n.ip, "--engine-image", image, "--instance-manager-image", image, "--workers", "3",
+		"--namespace", ns, "--pod-ip", n.ip, "--engine-image", img, "--instance-manager-image", img, "--workers", "3",
 		"--webhook-url", "https://"+net.JoinHostPort(c.nodes[0].ip, "9502"))
 	cmd.Stdout, cmd.Stderr = f, f
 	cmd.Env = append(os.Environ(), c.managerEnv...)

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -16,12 +17,16 @@ import (
 type podProc struct {
 	cmd    *exec.Cmd
 	exited chan struct{}
+	ip     string
 }
 
 // kubelet plays the kubelet of the three simulated nodes for the
 // instance-manager pods until the cluster context ends: it starts the pod's
-// container command (our longhorn binary, $(POD_IP) expanded to the node's
-// address), marks the pod Running and Ready with that IP, marks it Failed
+// container command (our longhorn binary, $(POD_IP) expanded to the pod's
+// address: the node's own for the first pod of a node, another loopback
+// address of the node's /24 for a second pod running beside it, as the
+// instance managers of two images during an upgrade), marks the pod Running
+// and Ready with that IP, marks it Failed
 // when the process exits, and on deletion kills the process group and
 // removes the pod.
 func (c *cluster) kubelet() {
@@ -69,26 +74,48 @@ func (c *cluster) syncPod(pod *corev1.Pod, procs map[string]*podProc) {
 		zero := int64(0)
 		_ = c.kube.CoreV1().Pods(ns).Delete(c.ctx, pod.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
 	case p == nil && (pod.Status.Phase == "" || pod.Status.Phase == corev1.PodPending):
-		p = c.startPodProcess(pod, n)
+		p = c.startPodProcess(pod, n, podIP(n, procs))
 		if p == nil {
 			return
 		}
 		procs[pod.Name] = p
-		c.setPodStatus(pod, corev1.PodRunning, n.ip)
+		c.setPodStatus(pod, corev1.PodRunning, p.ip)
 	case p != nil && pod.Status.Phase == corev1.PodRunning:
 		select {
 		case <-p.exited:
-			c.setPodStatus(pod, corev1.PodFailed, n.ip)
+			c.setPodStatus(pod, corev1.PodFailed, p.ip)
 		default:
 		}
 	}
 }
 
-func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode) *podProc {
+// podIP picks the address of a new pod on node n: the node's own when no
+// live pod holds it, else 127.R.S.(i+10k) for the first k no live pod holds.
+func podIP(n *simNode, procs map[string]*podProc) string {
+	used := map[string]bool{}
+	for _, p := range procs {
+		select {
+		case <-p.exited:
+		default:
+			used[p.ip] = true
+		}
+	}
+	dot := strings.LastIndex(n.ip, ".")
+	prefix := n.ip[:dot+1]
+	i, _ := strconv.Atoi(n.ip[dot+1:])
+	for k := 0; ; k++ {
+		ip := prefix + strconv.Itoa(i+10*k)
+		if !used[ip] {
+			return ip
+		}
+	}
+}
+
+func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode, ip string) *podProc {
 	ctr := pod.Spec.Containers[0]
 	args := make([]string, 0, len(ctr.Args))
 	for _, a := range ctr.Args {
-		args = append(args, strings.ReplaceAll(a, "$(POD_IP)", n.ip))
+		args = append(args, strings.ReplaceAll(a, "$(POD_IP)", ip))
 	}
 	for i, a := range args {
 		// The pod mounts the node's data path; here the instance manager's
@@ -122,7 +149,7 @@ func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode) *podProc {
 		c.t.Errorf("pod %s: %v", pod.Name, err)
 		return nil
 	}
-	p := &podProc{cmd: cmd, exited: make(chan struct{})}
+	p := &podProc{cmd: cmd, exited: make(chan struct{}), ip: ip}
 	go func() { _ = cmd.Wait(); close(p.exited) }()
 	return p
 }

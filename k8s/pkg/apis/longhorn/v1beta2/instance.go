@@ -88,3 +88,12 @@ type InstanceStatus struct {
 	// +optional
 	UUID string `json:"uuid"`
 }
+
+// EngineConditionTypeLiveUpgrade is the Engine condition that records a live
+// engine upgrade (this product's; Longhorn keeps no such condition): Status
+// True while the engine controller runs or cleans up a new engine, with
+// Reason one of Upgrading, Aborting or Canceling; False with Reason
+// FailedEngineUpgrade and the cause in Message after a failed attempt, until
+// the volume controller rolled it back; absent or False with Reason "" when
+// no upgrade is under way.
+const EngineConditionTypeLiveUpgrade = "LiveUpgrade"
