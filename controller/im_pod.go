@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/longhorn-go/longhorn/engine/frontend/nbd"
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/types"
@@ -100,12 +101,18 @@ func imPod(im *longhorn.InstanceManager, p imPodParams) *corev1.Pod {
 					{Name: "proc", MountPath: "/host/proc"},
 					{Name: "longhorn", MountPath: p.DataPath, MountPropagation: &bidir},
 					{Name: "grpc-tls", MountPath: engineapi.TLSDir, ReadOnly: true},
+					{Name: "nbd-sockets", MountPath: nbd.DefaultSocketDir},
 				},
 			}},
 			Volumes: []corev1.Volume{
 				{Name: "dev", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/dev"}}},
 				{Name: "proc", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: "/proc"}}},
 				{Name: "longhorn", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{Path: p.DataPath, Type: &dirType}}},
+				// The engines' nbd sockets are the node's: a live engine
+				// upgrade's new engine, in the instance manager of the new
+				// image, takes the old engine's socket over.
+				{Name: "nbd-sockets", VolumeSource: corev1.VolumeSource{HostPath: &corev1.HostPathVolumeSource{
+					Path: nbd.DefaultSocketDir, Type: &dirType}}},
 				// Mutual TLS when the Secret exists (engineapi.TLSSecretName).
 				{Name: "grpc-tls", VolumeSource: corev1.VolumeSource{Secret: &corev1.SecretVolumeSource{
 					SecretName: engineapi.TLSSecretName, Optional: &optional}}},
