@@ -129,31 +129,11 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	if err != nil {
 		return Done, err
 	}
-	if phase, _ := upgradePhase(e); phase.Holding() || wantsUpgrade(e) {
-		// The old engine hands the volume over: what it reports meanwhile
-		// (no replicas, no frontend) must not fail replicas or detach.
-	} else if e.Status.CurrentState == longhorn.InstanceStateRunning && e.Status.IP != "" {
-		c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e),
-			Restore: e.Spec.RequestedBackupRestore != "", Clone: e.Spec.RequestedDataSource != ""})
-		obs := c.monitors.latest(e.Name)
-		applyObservation(e, obs)
-		if err := c.reconcileReplicas(ctx, e, obs); err != nil {
-			return Done, err
-		}
-		if err := c.reconcileExpansion(ctx, e, obs); err != nil {
-			return Done, err
-		}
-		for _, step := range []func(context.Context, *longhorn.Engine, *engineObservation) (Result, error){c.reconcileRestore, c.reconcileClone} {
-			r, err := step(ctx, e, obs)
-			if err != nil {
-				return Done, err
-			}
-			res = sooner(res, r)
-		}
-	} else {
-		c.forget(e.Name)
-		clearObservation(e)
+	r, err := c.reconcileObserved(ctx, key, e)
+	if err != nil {
+		return Done, err
 	}
+	res = sooner(res, r)
 	if e.Status.CurrentState != longhorn.InstanceState(e.Spec.DesireState) {
 		res = sooner(res, WaitShort)
 	}
@@ -167,6 +147,42 @@ func (c *EngineController) syncEngine(ctx context.Context, key string) (Result, 
 	}
 	if e.DeletionTimestamp != nil {
 		return c.reconcileDelete(ctx, e)
+	}
+	return res, nil
+}
+
+// reconcileObserved applies what the engine monitor observes of a running
+// engine and takes the steps that depend on it (rebuilds, expansion,
+// restore, clone); a stopped engine forgets its monitor. While a live
+// upgrade holds the engine, nothing is applied: the old engine hands the
+// volume over, and what it reports meanwhile (no replicas, no frontend) must
+// not fail replicas or detach the volume.
+func (c *EngineController) reconcileObserved(ctx context.Context, key string, e *longhorn.Engine) (Result, error) {
+	if phase, _ := upgradePhase(e); phase.Holding() || wantsUpgrade(e) {
+		return Done, nil
+	}
+	if e.Status.CurrentState != longhorn.InstanceStateRunning || e.Status.IP == "" {
+		c.forget(e.Name)
+		clearObservation(e)
+		return Done, nil
+	}
+	c.monitors.ensure(e.Name, engineTarget{Key: key, IM: imAddressOfEngine(e), Ref: engineRef(e),
+		Restore: e.Spec.RequestedBackupRestore != "", Clone: e.Spec.RequestedDataSource != ""})
+	obs := c.monitors.latest(e.Name)
+	applyObservation(e, obs)
+	if err := c.reconcileReplicas(ctx, e, obs); err != nil {
+		return Done, err
+	}
+	if err := c.reconcileExpansion(ctx, e, obs); err != nil {
+		return Done, err
+	}
+	res := Done
+	for _, step := range []func(context.Context, *longhorn.Engine, *engineObservation) (Result, error){c.reconcileRestore, c.reconcileClone} {
+		r, err := step(ctx, e, obs)
+		if err != nil {
+			return Done, err
+		}
+		res = sooner(res, r)
 	}
 	return res, nil
 }
