@@ -85,6 +85,7 @@ var engineReplicaCmd = &cli.Command{
 		&cli.StringFlag{Name: "snapshot-max-size", Value: "0", Usage: "snapshot-max-size in bytes, 0 = no limit"},
 		&cli.BoolFlag{Name: "unmap-mark-snap-chain-removed", Usage: "unmap also marks the snapshot chain under the head removed"},
 		&cli.StringFlag{Name: "backing-file", Usage: "raw backing image used as the bottom layer"},
+		&cli.BoolFlag{Name: "disable-direct-read", Usage: "do not let engines on this node read the replica's files themselves (for replicas with resource limits)"},
 	},
 	Action: runReplica,
 }
@@ -103,6 +104,7 @@ func runReplica(c *cli.Context) error {
 	}
 	cfg := replicasrv.Config{
 		Dir: c.Args().First(), Size: size, Listen: c.String("listen"), InstanceName: c.String("replica-instance-name"),
+		DisableDirectRead: c.Bool("disable-direct-read"),
 		Options: replica.Options{
 			DisableRevisionCounter: c.Bool("disable-revision-counter"), SnapshotMaxCount: c.Int("snapshot-max-count"),
 			SnapshotMaxSize: maxSize, UnmapMarkSnapChainRemoved: c.Bool("unmap-mark-snap-chain-removed"),

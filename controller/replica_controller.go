@@ -117,6 +117,9 @@ func (c *ReplicaController) processSpec(r *longhorn.Replica, im *longhorn.Instan
 		DataDir:                dir,
 		ListenHost:             c.storageIP(im),
 		DisableRevisionCounter: r.Spec.RevisionCounterDisabled,
+		// Limits hold for what the replica process does itself: an engine
+		// reading its files directly would escape them.
+		DisableDirectRead: !l.IsZero(),
 	})
 	spec.Limits = types.ReplicaLimits(l, dir)
 	return spec, nil

@@ -18,6 +18,9 @@ type ReplicaOptions struct {
 	ListenHost string
 	// DisableRevisionCounter passes --disable-revision-counter.
 	DisableRevisionCounter bool
+	// DisableDirectRead passes --disable-direct-read (a replica with
+	// resource limits: engines must not read its files themselves).
+	DisableDirectRead bool
 	// ExtraArgs are appended before the port arguments.
 	ExtraArgs []string
 	// Binary is "" for the instance manager's own longhorn binary.
@@ -30,6 +33,9 @@ func ReplicaInstanceSpec(o ReplicaOptions) InstanceSpec {
 		"--volume-name", o.VolumeName, "--replica-instance-name", o.Name}
 	if o.DisableRevisionCounter {
 		args = append(args, "--disable-revision-counter")
+	}
+	if o.DisableDirectRead {
+		args = append(args, "--disable-direct-read")
 	}
 	args = append(args, o.ExtraArgs...)
 	return InstanceSpec{

@@ -231,9 +231,16 @@ func (r *replicator) pickReader(bs []*backend) int {
 	return best
 }
 
+// readFrom reads p at off from replica b: straight from its files when b
+// is on this node and offers direct reads (dataconn.Client.ReadDirect, which
+// declines when its view of the replica is not current), else through the
+// replica.
 func (r *replicator) readFrom(b *backend, p []byte, off int64) error {
 	b.reads.Add(1)
 	defer b.reads.Add(-1)
+	if b.data.ReadDirect(p, off) {
+		return nil
+	}
 	var ops [maxFanout]*dataconn.Op
 	k := 0
 	for done := 0; done < len(p); {

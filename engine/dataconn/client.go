@@ -57,6 +57,9 @@ type Options struct {
 	// Local and Shm let DialReplica use the replica's local socket and
 	// shared memory (the replica listed ExtensionLocal, ExtensionShm).
 	Local, Shm bool
+	// DirectRead lets a local client read the replica's files itself
+	// (ReadDirect; the replica listed ExtensionDirectRead).
+	DirectRead bool
 }
 
 // Extensions of the data connection a replica of this implementation
@@ -69,6 +72,10 @@ const (
 	ExtensionLocal = "local-socket"
 	// ExtensionShm: the replica takes ShmAttach on its local socket.
 	ExtensionShm = "shared-memory"
+	// ExtensionDirectRead: the replica gives read views (ReadView) on its
+	// local socket. A replica with resource limits does not list it: reads
+	// it does not make itself would escape its I/O and CPU limits.
+	ExtensionDirectRead = "direct-read"
 )
 
 // OptionsFor sets opts' extension switches from the list a replica gave.
@@ -81,6 +88,8 @@ func OptionsFor(opts Options, extensions []string) Options {
 			opts.Local = true
 		case ExtensionShm:
 			opts.Shm = true
+		case ExtensionDirectRead:
+			opts.DirectRead = true
 		}
 	}
 	return opts
@@ -126,6 +135,8 @@ type Client struct {
 	inflight atomic.Int32 // requests sent and not answered, over all connections
 	lowDepth atomic.Int32 // reads in a row that found at most one request in flight
 	timeout  atomic.Int64 // ns
+
+	direct directState // direct reads (direct.go)
 
 	failOnce sync.Once
 	failErr  error
@@ -206,8 +217,10 @@ func (c *Client) Close() error {
 			cc.sendClose()
 		}
 	}
+	c.closeDirect()
 	c.fail(ErrClientClosed)
 	c.wg.Wait()
+	c.releaseDirect()
 	return nil
 }
 

@@ -40,6 +40,9 @@ func DialReplica(ctx context.Context, tcpAddr string, opts Options) (*Client, er
 		if err == nil {
 			c.addr = tcpAddr
 			c.local = true
+			if opts.DirectRead {
+				c.refreshView()
+			}
 			return c, nil
 		}
 	}

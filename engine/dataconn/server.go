@@ -156,7 +156,7 @@ func (s *Server) ServeConn(nc net.Conn) {
 	s.mu.Lock()
 	delete(s.conns, nc)
 	s.mu.Unlock()
-	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+	if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, errViewServed) {
 		s.log.WithError(err).WithField("peer", nc.RemoteAddr().String()).Warn("dataconn: connection closed")
 	}
 }

@@ -96,6 +96,12 @@ func (c *serverConn) acceptShm(uc *net.UnixConn) ([]byte, error) {
 		return nil, err
 	}
 	h, err := DecodeHeader(hdr)
+	if err == nil && h.Type == TypeReadView {
+		if err := c.serveView(uc, &h); err != nil {
+			return nil, err
+		}
+		return nil, errViewServed
+	}
 	if err != nil || h.Type != TypeShmAttach {
 		return hdr, nil // the request loop reports a bad header
 	}

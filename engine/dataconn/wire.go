@@ -35,6 +35,9 @@
 // read-only) and ShmRead (the same, into the read region) stand for Write and
 // Read; their answers carry no payload (a ShmRead's Response or EOF has Size
 // = bytes read into the region). Over TCP they are protocol errors.
+//
+// Direct reads (ReadView, replicas that listed ExtensionDirectRead): see
+// direct.go.
 package dataconn
 
 import (
@@ -77,6 +80,7 @@ const (
 	TypeShmAttach
 	TypeShmWrite
 	TypeShmRead
+	TypeReadView
 	typeEnd
 )
 
@@ -84,7 +88,7 @@ const (
 const shmRefSize = 8
 
 var typeNames = [...]string{"Read", "Write", "Response", "Error", "EOF", "Close", "Ping", "Unmap", "ENOSPC", "Flush",
-	"ShmAttach", "ShmWrite", "ShmRead"}
+	"ShmAttach", "ShmWrite", "ShmRead", "ReadView"}
 
 func (t MsgType) String() string {
 	if t < typeEnd {

@@ -1,6 +1,11 @@
 package replica
 
-import "sync/atomic"
+import (
+	"sync/atomic"
+	"unsafe"
+
+	"github.com/longhorn-go/longhorn/engine/shm"
+)
 
 // locIndex is the location index: for every SectorSize sector of the volume,
 // the layer that holds its newest data. 0 means no layer holds it (the sector
@@ -13,10 +18,18 @@ import "sync/atomic"
 // touched has one bit per index page (pageWords words, 16 MiB of volume),
 // set before the first store into that page: scans skip pages never written,
 // which are zero and, as untouched memory, also costly to fault in.
+//
+// The words live in a sealed shared memory region (package shm) when one can
+// be made (up to shm.MaxMapSize, a 4 TiB volume): the engine on the same node
+// maps it read-only for direct reads (see ReadView). Otherwise, and for the
+// touched bits, they are ordinary memory.
 type locIndex struct {
 	words   []atomic.Uint64
 	touched []atomic.Uint64
 	sectors int64
+	// region holds words when shared (nil otherwise); it must stay
+	// reachable while words is used, since words points into its mapping.
+	region *shm.Region
 }
 
 const (
@@ -28,7 +41,18 @@ const (
 func newLocIndex(sectors int64) *locIndex {
 	words := (sectors + perWord - 1) / perWord
 	pages := (words + pageWords - 1) / pageWords
-	return &locIndex{words: make([]atomic.Uint64, words), touched: make([]atomic.Uint64, (pages+63)/64), sectors: sectors}
+	x := &locIndex{touched: make([]atomic.Uint64, (pages+63)/64), sectors: sectors}
+	if n := words * 8; n > 0 && n <= shm.MaxMapSize {
+		if r, err := shm.Create("longhorn-replica-index", int((n+4095)&^4095)); err == nil {
+			mem, _ := r.Slice(0, uint32(n))
+			x.words = unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(unsafe.SliceData(mem))), words)
+			x.region = r
+		}
+	}
+	if x.words == nil {
+		x.words = make([]atomic.Uint64, words)
+	}
+	return x
 }
 
 // touch marks the index pages of sectors [s, end) as written.

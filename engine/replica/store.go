@@ -9,6 +9,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/longhorn-go/longhorn/engine/shm"
 )
 
 // Options configure a Store. The zero value is Longhorn's default replica:
@@ -78,8 +80,12 @@ type Store struct {
 	opts Options
 
 	// mu is held shared by ReadAt/WriteAt/Flush and by the copy phase of a
-	// purge, exclusively by anything that changes st's structure.
-	mu sync.RWMutex
+	// purge, exclusively by anything that changes st's structure; taking it
+	// exclusively advances the sequence number of direct readers (view.go).
+	mu seqRWMutex
+	// seqRegion holds mu's sequence number in shared memory (nil when
+	// shared memory is unavailable: then no ReadView).
+	seqRegion *shm.Region
 	// rmw is held shared by aligned writes and exclusively by the
 	// read-modify-write of an unaligned one (writeUnaligned).
 	rmw sync.RWMutex
@@ -169,7 +175,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Store{dir: dir, opts: opts, st: st}
+	seq, seqRegion := newSeq()
+	s := &Store{dir: dir, opts: opts, st: st, mu: seqRWMutex{seq: seq}, seqRegion: seqRegion}
 	if !opts.DisableRevisionCounter {
 		if s.rev, err = openRevisionCounter(dir); err != nil {
 			st.closeFiles()

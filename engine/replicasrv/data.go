@@ -2,9 +2,11 @@ package replicasrv
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 
+	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/replica"
 )
 
@@ -52,6 +54,26 @@ func (h dataHandler) Flush() error {
 		return err
 	}
 	return st.Flush()
+}
+
+// errNoDirectRead answers a view request to a replica started with
+// direct reads disabled.
+var errNoDirectRead = errors.New("direct reads are disabled on this replica (resource limits)")
+
+// ReadView gives the current store's read view (dataconn.ViewHandler).
+func (h dataHandler) ReadView() (dataconn.ViewFiles, error) {
+	if !h.s.directRead {
+		return dataconn.ViewFiles{}, errNoDirectRead
+	}
+	st, err := h.store()
+	if err != nil {
+		return dataconn.ViewFiles{}, err
+	}
+	v, err := st.ReadView()
+	if err != nil {
+		return dataconn.ViewFiles{}, err
+	}
+	return dataconn.ViewFiles{Seq: v.Seq, Sectors: v.Sectors, SeqFd: v.SeqFd, IndexFd: v.IndexFd, Layers: v.Layers}, nil
 }
 
 func (h dataHandler) PingResponse() error {

@@ -31,6 +31,10 @@ type Config struct {
 	// HashLockPath is the node-wide snapshot hashing lock ("" = the default,
 	// syncagent.DefaultHashLockPath).
 	HashLockPath string
+	// DisableDirectRead stops offering direct reads to engines on this node
+	// (dataconn.ExtensionDirectRead): set for a replica with resource
+	// limits, which hold only for the reads it makes itself.
+	DisableDirectRead bool
 }
 
 // SplitListen parses HOST:P and checks that P..P+9 are valid ports.
@@ -69,6 +73,10 @@ func Start(cfg Config, log logrus.FieldLogger) (*Process, error) {
 	srv, err := NewServer(cfg.Dir, cfg.Size, cfg.Options, cfg.InstanceName, log)
 	if err != nil {
 		return nil, err
+	}
+	if !cfg.DisableDirectRead {
+		srv.directRead = true
+		srv.extensions = append(srv.extensions, dataconn.ExtensionDirectRead)
 	}
 	var lns []net.Listener
 	for i := 0; i < 3; i++ {

@@ -55,6 +55,8 @@ type Server struct {
 	dataConns func() int
 	// extensions are the dataconn extensions the data server serves.
 	extensions []string
+	// directRead: the data server gives read views (ExtensionDirectRead).
+	directRead bool
 }
 
 // NewServer serves the replica in dir, closed. When the directory holds no
