@@ -163,8 +163,17 @@ func (r *replicator) ReadAt(p []byte, off int64) (n int, err error) {
 // readAligned reads from the RW replica with the fewest reads in flight and
 // falls back to the others in turn until one answers; a replica that fails is
 // marked ERR.
+//
+// A replica this engine can read directly (dataconn.Client.DirectReady) goes
+// first: such a read costs no replica process and queues nowhere, so the
+// load spreading of pickReader does not apply to it.
 func (r *replicator) readAligned(p []byte, off int64) (int, error) {
 	bs := r.list()
+	for _, b := range bs {
+		if b.getMode() == ModeRW && b.data != nil && b.data.DirectReady() && b.data.ReadDirect(p, off) {
+			return len(p), nil
+		}
+	}
 	n := len(bs)
 	first := r.pickReader(bs)
 	if first < 0 {

@@ -253,6 +253,7 @@ func (c *Client) watch() {
 		case <-c.done:
 			return
 		case now := <-tick.C:
+			c.dropStaleView()
 			if now.Sub(lastPing) >= c.opts.PingInterval {
 				lastPing = now
 				for _, cc := range c.conns {

@@ -377,6 +377,10 @@ func (c *Client) ReadDirect(p []byte, off int64) bool {
 	return false
 }
 
+// DirectReady reports whether the client holds a view for direct reads
+// (it may still turn out stale: ReadDirect decides).
+func (c *Client) DirectReady() bool { return c.direct.cur.Load() != nil }
+
 // DirectReads returns how many reads ReadDirect served.
 func (c *Client) DirectReads() int64 { return c.direct.reads.Load() }
 
@@ -411,6 +415,21 @@ func (c *Client) refreshView() {
 			old.release()
 		}
 	}()
+}
+
+// dropStaleView releases the current view once the replica changed (so an
+// idle engine does not keep purged snapshot files, whose descriptors the view
+// holds, from being freed); the next read fetches a new one.
+func (c *Client) dropStaleView() {
+	v := c.direct.cur.Load()
+	if v == nil || !v.acquire() {
+		return
+	}
+	stale := v.seq.Load() != v.info.seq
+	v.release()
+	if stale && c.direct.cur.CompareAndSwap(v, nil) {
+		v.release()
+	}
 }
 
 // closeDirect stops view fetches and drops the current view (reads in

@@ -6,11 +6,16 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math/rand"
+	"os"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/longhorn-go/longhorn/engine/dataconn"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
@@ -296,4 +301,65 @@ func TestDirectReadDisabled(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
+}
+
+// TestStaleViewReleasedWhenIdle: an engine that reads nothing after a purge
+// does not keep the purged snapshot file open (its space would not be
+// freed): the client drops a stale view within its watchdog tick.
+func TestStaleViewReleasedWhenIdle(t *testing.T) {
+	dir := t.TempDir()
+	pr, port := startProcess(t, dir, 4<<20)
+	c := dialDirect(t, pr, port)
+	st := pr.Server.Store()
+	for i, name := range []string{"s1", "s2"} {
+		if _, err := c.WriteAt(stamp(uint64(i), 1), int64(i)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if err := st.Snapshot(name, true, "", nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	waitDirect(t, c, 8192, 0)
+	if err := st.MarkDiskAsRemoved("s1"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.PurgeSnapshot(context.Background(), "s1", nil); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		open := deletedFilesOpen(t, dir)
+		if len(open) == 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deleted layer files still open 5 s after the purge: %v", open)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if got := waitDirect(t, c, 8192, 0); !bytes.Equal(got, append(stamp(0, 1), stamp(1, 1)...)) {
+		t.Fatal("direct read after the purge: wrong data")
+	}
+}
+
+// deletedFilesOpen lists this process's descriptors of files in dir that
+// are deleted (no link left).
+func deletedFilesOpen(t *testing.T, dir string) []string {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip(err)
+	}
+	var out []string
+	for _, e := range ents {
+		p := filepath.Join("/proc/self/fd", e.Name())
+		l, err := os.Readlink(p)
+		var st unix.Stat_t
+		// A renamed-away path shows as "(deleted)" too: count only inodes
+		// without links.
+		if err == nil && strings.HasPrefix(l, dir) && unix.Stat(p, &st) == nil && st.Nlink == 0 {
+			out = append(out, l)
+		}
+	}
+	return out
 }
