@@ -2,6 +2,7 @@ package recurringjob
 
 import (
 	"context"
+	"slices"
 	"sort"
 	"testing"
 	"time"
@@ -60,25 +61,13 @@ func TestSnapshotDeleteAndCleanupTasks(t *testing.T) {
 	if err := r.Run(context.Background(), "del"); err != nil {
 		t.Fatalf("snapshot-delete: %v", err)
 	}
-	if got, want := left(), []string{"o1", "o2", "sys1", "sys2", "u3", "u4"}; !equalStrings(got, want) {
+	if got, want := left(), []string{"o1", "o2", "sys1", "sys2", "u3", "u4"}; !slices.Equal(got, want) {
 		t.Fatalf("after snapshot-delete retain 2: %v, want %v", got, want)
 	}
 	if err := r.Run(context.Background(), "clean"); err != nil {
 		t.Fatalf("snapshot-cleanup: %v", err)
 	}
-	if got, want := left(), []string{"o1", "o2", "u3", "u4"}; !equalStrings(got, want) {
+	if got, want := left(), []string{"o1", "o2", "u3", "u4"}; !slices.Equal(got, want) {
 		t.Fatalf("after snapshot-cleanup: %v, want %v", got, want)
 	}
-}
-
-func equalStrings(a, b []string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
