@@ -164,13 +164,9 @@ func costMeasure(ctx context.Context, e *env, o costOptions, vs []*volume, imPid
 		reps, engs = append(reps, rs), append(engs, es)
 	}
 	r.IdleReplica, r.IdleEngine = aggregate(reps), aggregate(engs)
-	if imPid != 0 {
-		s, err := sampleProc(ctx, imPid, "")
-		if err != nil {
-			return fmt.Errorf("sample the instance manager: %w", err)
-		}
-		s.CPUPct = cpu[imPid]
-		r.IdleIM = aggregate([]Sample{s})
+	var err error
+	if r.IdleIM, err = sampleIM(ctx, imPid, cpu); err != nil {
+		return err
 	}
 	return costLoad(ctx, e, o, vs[0], imPid, r)
 }
@@ -189,7 +185,10 @@ func costLoad(ctx context.Context, e *env, o costOptions, v *volume, imPid int, 
 		f, err := runFio(ctx, e.dir, fmt.Sprintf("cost-%s", v.name), false, o.run+ramp+time.Minute, args...)
 		ch <- res{f, err}
 	}()
-	pids := []int{v.replicas[0].PID(), v.enginePid(), imPid}
+	pids := []int{v.replicas[0].PID(), v.enginePid()}
+	if imPid != 0 {
+		pids = append(pids, imPid)
+	}
 	if err := sleep(ctx, ramp); err != nil {
 		return err
 	}
@@ -200,23 +199,30 @@ func costLoad(ctx context.Context, e *env, o costOptions, v *volume, imPid int, 
 	cpu := done()
 	rs, err1 := sampleProc(ctx, pids[0], v.replicas[0].pprof)
 	es, err2 := sampleProc(ctx, pids[1], v.pprof)
+	im, err3 := sampleIM(ctx, imPid, cpu)
 	r.LoadAvgLoaded = loadAvg()
 	got := <-ch
-	if err1 != nil || err2 != nil {
-		return fmt.Errorf("sample under load: %v %v", err1, err2)
+	if err1 != nil || err2 != nil || err3 != nil {
+		return fmt.Errorf("sample under load: %v %v %v", err1, err2, err3)
 	}
 	if got.err != nil {
 		return got.err
 	}
 	rs.CPUPct, es.CPUPct = cpu[pids[0]], cpu[pids[1]]
-	r.LoadReplica, r.LoadEngine, r.Load = aggregate([]Sample{rs}), aggregate([]Sample{es}), got.f
-	if imPid != 0 {
-		s, err := sampleProc(ctx, imPid, "")
-		if err != nil {
-			return fmt.Errorf("sample the instance manager under load: %w", err)
-		}
-		s.CPUPct = cpu[imPid]
-		r.LoadIM = aggregate([]Sample{s})
-	}
+	r.LoadReplica, r.LoadEngine, r.LoadIM, r.Load = aggregate([]Sample{rs}), aggregate([]Sample{es}), im, got.f
 	return nil
+}
+
+// sampleIM samples the instance manager pid with its CPU share from cpu; a
+// zero Agg when pid is 0 (the variant runs no instance manager).
+func sampleIM(ctx context.Context, pid int, cpu map[int]float64) (Agg, error) {
+	if pid == 0 {
+		return Agg{}, nil
+	}
+	s, err := sampleProc(ctx, pid, "")
+	if err != nil {
+		return Agg{}, fmt.Errorf("sample the instance manager: %w", err)
+	}
+	s.CPUPct = cpu[pid]
+	return aggregate([]Sample{s}), nil
 }
