@@ -164,13 +164,16 @@ func (r *replicator) ReadAt(p []byte, off int64) (n int, err error) {
 // falls back to the others in turn until one answers; a replica that fails is
 // marked ERR.
 //
-// A replica this engine can read directly (dataconn.Client.DirectReady) goes
+// A replica this engine can read directly (dataconn.Client.ReadDirect) goes
 // first: such a read costs no replica process and queues nowhere, so the
-// load spreading of pickReader does not apply to it.
+// load spreading of pickReader does not apply to it. ReadDirect declines at
+// once where it cannot serve (a remote replica, no current view; it then
+// fetches one in the background), and a declined read goes through a
+// replica below, never to ReadDirect twice.
 func (r *replicator) readAligned(p []byte, off int64) (int, error) {
 	bs := r.list()
 	for _, b := range bs {
-		if b.getMode() == ModeRW && b.data != nil && b.data.DirectReady() && b.data.ReadDirect(p, off) {
+		if b.getMode() == ModeRW && b.data != nil && b.data.ReadDirect(p, off) {
 			return len(p), nil
 		}
 	}
@@ -240,16 +243,11 @@ func (r *replicator) pickReader(bs []*backend) int {
 	return best
 }
 
-// readFrom reads p at off from replica b: straight from its files when b
-// is on this node and offers direct reads (dataconn.Client.ReadDirect, which
-// declines when its view of the replica is not current), else through the
-// replica.
+// readFrom reads p at off through replica b's process (readAligned has
+// already tried the direct reads).
 func (r *replicator) readFrom(b *backend, p []byte, off int64) error {
 	b.reads.Add(1)
 	defer b.reads.Add(-1)
-	if b.data.ReadDirect(p, off) {
-		return nil
-	}
 	var ops [maxFanout]*dataconn.Op
 	k := 0
 	for done := 0; done < len(p); {

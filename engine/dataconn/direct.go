@@ -377,10 +377,6 @@ func (c *Client) ReadDirect(p []byte, off int64) bool {
 	return false
 }
 
-// DirectReady reports whether the client holds a view for direct reads
-// (it may still turn out stale: ReadDirect decides).
-func (c *Client) DirectReady() bool { return c.direct.cur.Load() != nil }
-
 // DirectReads returns how many reads ReadDirect served.
 func (c *Client) DirectReads() int64 { return c.direct.reads.Load() }
 
