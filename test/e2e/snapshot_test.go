@@ -175,6 +175,7 @@ spec:
 	// A PVC restored from the VolumeSnapshot taken while the pod wrote,
 	// and a PVC cloned from the (detached) PVC: Longhorn clones
 	// (dataSource snap:// and vol://), each read by a pod on another node.
+	var clones []string
 	for i, c := range []struct{ name, source string }{
 		{"restored", "{name: snap-attached, kind: VolumeSnapshot, apiGroup: snapshot.storage.k8s.io}"},
 		{"cloned", "{name: snapsrc, kind: PersistentVolumeClaim}"},
@@ -193,6 +194,7 @@ spec:
 		e.runPod(e.podSpec(pod, c.name, e.c.NodeName(2+i%2), false))
 		e.checkSum(pod, "cat /data/data.bin", sum, "data set in PVC "+c.name)
 		cv := e.boundVolume(c.name)
+		clones = append(clones, cv)
 		lv, err := e.f.LH.LonghornV1beta2().Volumes(lhNamespace).Get(e.ctx, cv, metav1.GetOptions{})
 		e.must(err)
 		if lv.Status.CloneStatus.State != "completed" || lv.Status.CloneStatus.SourceVolume != vol {
@@ -212,6 +214,11 @@ spec:
 		if err != nil {
 			t.Fatalf("Longhorn snapshot %s left after its VolumeSnapshot was deleted", lh)
 		}
+	}
+	// The claims' volumes go with them (reclaim policy Delete): the next
+	// scenarios expect no volume of this one attached.
+	for _, cv := range clones {
+		e.must(e.waitVolumeGone(e.ctx, cv))
 	}
 }
 

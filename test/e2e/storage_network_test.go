@@ -15,6 +15,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
 	"github.com/longhorn-go/longhorn/testbed/cluster"
@@ -227,6 +228,10 @@ func (e *testEnv) resetStorageNetwork() {
 			return
 		}
 		cur := e.imPodUIDs()
+		if err := e.waitNoneAttached(ctx); err != nil {
+			e.t.Errorf("cleanup: %v", err)
+			return
+		}
 		if err := e.f.SetSetting(ctx, storageSetting, ""); err != nil {
 			e.t.Errorf("cleanup: %v", err)
 			return
@@ -245,6 +250,7 @@ func (e *testEnv) resetStorageNetwork() {
 func (e *testEnv) setStorageNetwork(nad string) {
 	e.t.Helper()
 	old := e.imPodUIDs()
+	e.must(e.waitNoneAttached(e.ctx))
 	t0 := time.Now()
 	e.must(e.f.SetSetting(e.ctx, storageSetting, nad))
 	ctx, cancel := context.WithTimeout(e.ctx, imRestartTimeout)
@@ -257,6 +263,35 @@ func (e *testEnv) setStorageNetwork(nad string) {
 			e.t.Errorf("instance-manager pod of %s: %s address %s outside the NAD's range", node, storageIface, ip)
 		}
 	}
+}
+
+// waitNoneAttached waits (up to a minute) until no Longhorn volume is
+// attached: the setting is refused while any is, and a volume of an
+// earlier scenario may still be on its way to detached (a PVC's pod gone,
+// its VolumeAttachment not yet). It names the volumes still attached.
+func (e *testEnv) waitNoneAttached(ctx context.Context) error {
+	var attached []string
+	t0 := time.Now()
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, time.Minute, true, func(ctx context.Context) (bool, error) {
+		vs, err := e.f.LH.LonghornV1beta2().Volumes(lhNamespace).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		attached = attached[:0]
+		for _, v := range vs.Items {
+			if v.Status.State != "detached" {
+				attached = append(attached, v.Name+":"+string(v.Status.State))
+			}
+		}
+		return len(attached) == 0, nil
+	})
+	if err != nil {
+		return fmt.Errorf("volumes not detached after %.0fs: %v", time.Since(t0).Seconds(), attached)
+	}
+	if d := time.Since(t0); d > time.Second {
+		e.t.Logf("waited %.1fs for the other volumes to detach", d.Seconds())
+	}
+	return nil
 }
 
 // imPodUIDs maps each node to its instance-manager pod's UID ("" when it
