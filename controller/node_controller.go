@@ -73,6 +73,15 @@ func newNodeController(e *env) (runner, error) {
 	if err := addHandler(e.ds.ReplicaInformer(), onChange(enqueueOwn)); err != nil {
 		return nil, err
 	}
+	// An instance manager of an older image on this node whose last
+	// instance went is cleaned up (cleanupInstanceManagers).
+	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(func(obj any) {
+		if im, ok := obj.(*longhorn.InstanceManager); ok && im.Spec.NodeID == e.opts.NodeName && im.Spec.Image != e.opts.InstanceManagerImage {
+			enqueueOwn(obj)
+		}
+	})); err != nil {
+		return nil, err
+	}
 	if err := addHandler(e.ds.SettingInformer(), onChange(enqueueAll)); err != nil {
 		return nil, err
 	}
@@ -134,6 +143,9 @@ func (c *NodeController) syncNode(ctx context.Context, key string) (Result, erro
 			LoggerFrom(ctx).WithError(err).Warn("Orphaned replica data")
 		}
 		if err := c.ensureInstanceManager(ctx); err != nil {
+			return Done, err
+		}
+		if err := c.cleanupInstanceManagers(ctx); err != nil {
 			return Done, err
 		}
 		if res.RequeueAfter == 0 || res.RequeueAfter > diskMonitorInterval {

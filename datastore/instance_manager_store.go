@@ -33,3 +33,8 @@ func (ds *DataStore) CreateInstanceManager(ctx context.Context, obj *longhorn.In
 func (ds *DataStore) UpdateInstanceManagerStatus(ctx context.Context, obj *longhorn.InstanceManager) (*longhorn.InstanceManager, error) {
 	return ds.instanceManagers.updateStatus(ctx, obj)
 }
+
+// DeleteInstanceManager deletes InstanceManager name; its pod (owned by it) goes with it.
+func (ds *DataStore) DeleteInstanceManager(ctx context.Context, name string) error {
+	return ds.instanceManagers.delete(ctx, name)
+}
