@@ -49,8 +49,8 @@
 // is the oldest disk (or the backing file), the head is the last; at most
 // MaxChainLength (250) disks. The location index has one byte per 4096-byte
 // sector naming the newest layer that holds it (0 = none: reads as zeroes).
-// Open rebuilds it from each file's data extents (lseek SEEK_DATA/SEEK_HOLE,
-// package sparse), oldest first. A read walks the index and issues one pread
+// Open rebuilds it from each file's data extents (FIEMAP, or lseek
+// SEEK_DATA/SEEK_HOLE where FIEMAP is missing; package sparse), oldest first. A read walks the index and issues one pread
 // per run of sectors held by the same layer. A file shorter than the volume
 // (a snapshot taken before an expansion) reads as zeroes past its end.
 //

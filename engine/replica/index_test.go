@@ -1,9 +1,12 @@
 package replica
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"testing"
+
+	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
 func TestLocIndexSetGetRun(t *testing.T) {
@@ -126,4 +129,44 @@ func TestLocIndexPages(t *testing.T) {
 	if v, e := y.run(5*page+3, 9*page); v != 0 || e != 8*page {
 		t.Fatalf("run in grown index: %d %d", v, e)
 	}
+}
+
+// TestBuildIndexFiemapMatchesScan builds the location index of a reopened
+// store with layers full of holes both ways, from FIEMAP (what Open uses)
+// and from the SEEK_DATA scan, and requires the same layer for every sector;
+// the reopened store must also read what it read before.
+func TestBuildIndexFiemapMatchesScan(t *testing.T) {
+	const size = 8 << 20
+	s := newStore(t, size, Options{DisableRevisionCounter: true})
+	r := rand.New(rand.NewPCG(3, 9))
+	for layer := 0; layer < 4; layer++ {
+		for range 40 {
+			off := r.Int64N(size/ss-8) * ss
+			n := int(1+r.IntN(8)) * ss
+			mustWrite(t, s, uint64(layer*1000+r.IntN(1000)), off, n)
+		}
+		if layer < 3 {
+			if err := s.Snapshot(fmt.Sprintf("s%d", layer), true, "", nil); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if _, err := s.UnmapAt(64*ss, 128*ss); err != nil { // holes punched in the head
+		t.Fatal(err)
+	}
+	want := mustRead(t, s, 0, size)
+	s = reopen(t, s)
+	scanned := *s.st
+	if err := scanned.buildIndexWith(sparse.WalkData); err != nil {
+		t.Fatal(err)
+	}
+	for sec := int64(0); sec < size/ss; sec++ {
+		if a, b := s.st.loc.get(sec), scanned.loc.get(sec); a != b {
+			t.Fatalf("sector %d: fiemap index says layer %d, scan says %d", sec, a, b)
+		}
+	}
+	if n := s.st.loc.count(0); n == 0 || n == size/ss {
+		t.Fatalf("%d of %d sectors unmapped: the test wrote no holes or no data", n, size/ss)
+	}
+	expectData(t, s, 0, want)
 }
