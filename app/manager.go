@@ -150,6 +150,8 @@ func runManager(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
+	// Before the first client and workqueue: client-go keeps the first.
+	metrics.RegisterKubeClientMetrics()
 	rc, err := managerRestConfig(ctx, cfg)
 	if err != nil {
 		return err

@@ -122,10 +122,11 @@ func NewRegistry(o Options) *prometheus.Registry {
 	return reg
 }
 
-// Handler serves the registry of o in the Prometheus text format (or
+// Handler serves the registry of o and KubeRegistry (the manager's
+// workqueue and REST client metrics) in the Prometheus text format (or
 // OpenMetrics when asked); a failed collection part is logged and left out.
 func Handler(o Options) http.Handler {
-	return promhttp.HandlerFor(NewRegistry(o), promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
+	return promhttp.HandlerFor(prometheus.Gatherers{NewRegistry(o), KubeRegistry}, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError})
 }
 
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {

@@ -86,6 +86,9 @@ next:
 				continue next
 			}
 		}
+		if m.Counter != nil {
+			return m.GetCounter().GetValue(), true
+		}
 		return m.GetGauge().GetValue(), true
 	}
 	return 0, false
