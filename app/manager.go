@@ -126,8 +126,11 @@ func longhornClientset(kubeconfig string) (versioned.Interface, error) {
 }
 
 // managerRestConfig is the manager's client configuration; with
-// --upgrade-version-check it first refuses a refused upgrade path.
+// --upgrade-version-check it first refuses a refused upgrade path. It makes
+// client-go report to the manager's /metrics first: before the first client
+// and workqueue exist (client-go keeps the first provider).
 func managerRestConfig(ctx context.Context, cfg managerConfig) (*rest.Config, error) {
+	metrics.RegisterKubeClientMetrics()
 	rc, err := restConfig(cfg.kubeconfig)
 	if err != nil {
 		return nil, fmt.Errorf("kubernetes client config: %w", err)
@@ -150,8 +153,6 @@ func runManager(c *cli.Context) error {
 	}
 	ctx, stop := signal.NotifyContext(c.Context, syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	// Before the first client and workqueue: client-go keeps the first.
-	metrics.RegisterKubeClientMetrics()
 	rc, err := managerRestConfig(ctx, cfg)
 	if err != nil {
 		return err

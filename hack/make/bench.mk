@@ -18,12 +18,22 @@ bench-dataplane: build ## data-plane fio benchmark vs fio-direct, nbdkit, engine
 		$(if $(BENCH_DIR),-dir $(BENCH_DIR)) $(BENCH_FLAGS)
 
 # Scale benchmark (issue 22): cost per volume (1, 10, 50 volumes, A/B of the
-# start-up memory trim) and rebuild throughput (1 GiB and 4 GiB of data).
+# start-up memory trim), rebuild throughput (1 GiB and 4 GiB of data) and
+# part 3, the control plane under load on a local 3-node cluster (real nodes,
+# the product image and deploy/longhorn.yaml, as make e2e; root): 300 volumes,
+# 30 attached, a manager pod killed. Part 3 runs on the e2e share (E2E_NAME
+# and address ranges of e2e.mk, lhe2e by default, under the same machine-wide
+# lock); a helper passes its own share, e.g. E2E_NAME=lhcpb E2E_SUBNET=...
 # Quick run: make bench-scale SCALE_FLAGS='-volumes 1,10 -rebuild-data 268435456'
-SCALE_PARTS ?= 1,2
+#            make bench-scale SCALE_PARTS=3 SCALE_FLAGS='-cp-volumes 60 -cp-attach 6'
+SCALE_PARTS ?= 1,2,3
 SCALE_JSON  ?= $(BIN)/bench-scale.json
 SCALE_FLAGS ?=
+SCALE_CP    = $(findstring 3,$(SCALE_PARTS))
 
 .PHONY: bench-scale
-bench-scale: build ## scale benchmark: memory/CPU per volume, rebuild throughput (SCALE_PARTS=1,2)
-	go run ./hack/bench/scale -longhorn $(BIN)/longhorn -parts $(SCALE_PARTS) -json $(SCALE_JSON) $(SCALE_FLAGS)
+bench-scale: build $(if $(SCALE_CP),packages lhcluster lhpause testbin $(CLUSTER_IMAGE_DEPS)) ## scale benchmark: memory/CPU per volume, rebuild throughput, control plane on a local cluster (SCALE_PARTS=1,2,3; part 3 needs root)
+	go run ./hack/bench/scale -longhorn $(BIN)/longhorn -parts $(SCALE_PARTS) -json $(SCALE_JSON) \
+		$(if $(SCALE_CP),-cluster-name $(E2E_NAME) -cluster-subnet $(E2E_SUBNET) -cluster-service-cidr $(E2E_SVC_CIDR) \
+		-cluster-pod-cidr $(E2E_POD_CIDR) -cluster-state $(E2E_STATE) -cluster-assets $(TESTBIN_ASSETS) -lhcluster $(BIN)/lhcluster \
+		-lhpause $(BIN)/lhpause -image-archive $(abspath $(CLUSTER_IMAGE))) $(SCALE_FLAGS)

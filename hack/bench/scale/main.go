@@ -34,6 +34,7 @@ type options struct {
 	longhorn, dir, jsonOut, parts, counts, variants string
 	cost                                            costOptions
 	rebuild                                         rebuildOptions
+	cp                                              cpOptions
 	keep                                            bool
 }
 
@@ -42,7 +43,7 @@ func parseFlags() options {
 	flag.StringVar(&o.longhorn, "longhorn", "", "longhorn binary")
 	flag.StringVar(&o.dir, "dir", "", "directory on the disk to measure (default: a new temporary directory)")
 	flag.StringVar(&o.jsonOut, "json", "", "also write the results as JSON to this file")
-	flag.StringVar(&o.parts, "parts", "1,2", "parts to run (1 cost per volume, 2 rebuild)")
+	flag.StringVar(&o.parts, "parts", "1,2", "parts to run (1 cost per volume, 2 rebuild, 3 control plane on a local cluster)")
 	flag.StringVar(&o.counts, "volumes", "1,10,50", "part 1: volume counts")
 	flag.StringVar(&o.variants, "variants", "", "part 1: variants to run, comma-separated (default: all of cost.go's)")
 	flag.DurationVar(&o.cost.settle, "settle", 14*time.Second, "part 1: wait after start-up before the idle window")
@@ -55,6 +56,14 @@ func parseFlags() options {
 	flag.StringVar(&o.rebuild.alt, "longhorn-alt", "", "part 2: a second longhorn binary measured right after the first at each size (A/B)")
 	flag.Int64Var(&o.rebuild.limit, "rebuild-limit", 40, "part 2: MB/s (2^20 B/s) of the limited variant measured after the unlimited one at each size, 0 = none")
 	flag.BoolVar(&o.keep, "keep", false, "keep the directory (logs, fio outputs)")
+	flag.IntVar(&o.cp.volumes, "cp-volumes", 300, "part 3: volumes created")
+	flag.IntVar(&o.cp.attach, "cp-attach", 30, "part 3: volumes attached (round-robin over the nodes)")
+	flag.IntVar(&o.cp.replicas, "cp-replicas", 2, "part 3: replicas per volume")
+	flag.Int64Var(&o.cp.size, "cp-size", 1<<30, "part 3: volume size in bytes")
+	flag.IntVar(&o.cp.parallel, "cp-parallel", 10, "part 3: concurrent create and delete requests")
+	flag.IntVar(&o.cp.attachParallel, "cp-attach-parallel", 1, "part 3: concurrent attach and detach requests")
+	flag.DurationVar(&o.cp.rest, "cp-rest", 20*time.Second, "part 3: rest windows (manager CPU, API requests, reconciles)")
+	o.cp.cluster.flags(flag.CommandLine)
 	flag.Parse()
 	return o
 }
@@ -75,6 +84,7 @@ type Report struct {
 	Uptime  string       `json:"loadavg_start"`
 	Cost    []CostRun    `json:"cost,omitempty"`
 	Rebuild []RebuildRun `json:"rebuild,omitempty"`
+	Control *CPRun       `json:"control_plane,omitempty"`
 }
 
 func run(ctx context.Context, o options) error {
@@ -118,7 +128,8 @@ func run(ctx context.Context, o options) error {
 		case "2":
 			rep.Rebuild = runRebuild(ctx, e, o.rebuild, os.Stdout)
 		case "3":
-			fmt.Println("  part 3 (control plane on a cluster): not supported yet")
+			cp := runControlPlane(ctx, o.longhorn, o.cp)
+			rep.Control = &cp
 		default:
 			return fmt.Errorf("-parts: unknown part %q", p)
 		}
@@ -128,6 +139,7 @@ func run(ctx context.Context, o options) error {
 	}
 	printCost(os.Stdout, rep.Cost)
 	printRebuild(os.Stdout, rep.Rebuild)
+	printCP(os.Stdout, rep.Control)
 	fmt.Printf("bench-scale: done in %v, load average %s\n", time.Since(start).Round(time.Second), loadAvg())
 	if o.jsonOut != "" {
 		b, err := json.MarshalIndent(rep, "", "  ")

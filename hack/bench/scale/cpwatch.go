@@ -1,0 +1,181 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"k8s.io/client-go/tools/cache"
+
+	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
+	"github.com/longhorn-go/longhorn/k8s/pkg/client/informers/externalversions"
+	"github.com/longhorn-go/longhorn/testbed/framework"
+)
+
+// volView is what a tracker knows of one volume: the object (nil once
+// deleted) and its running engine's endpoint.
+type volView struct {
+	V        *longhorn.Volume
+	Endpoint string // status.endpoint of an engine of the volume in state running
+}
+
+// tracker watches Volumes and Engines (informers, no polling) and stamps
+// the moment each awaited condition first holds, so that a latency is
+// measured to the watch event, not to a poll interval.
+type tracker struct {
+	mu      sync.Mutex
+	vols    map[string]*volView
+	waiters map[string][]*waiter
+}
+
+type waiter struct {
+	cond func(volView) bool
+	at   chan time.Time
+}
+
+// startTracker starts the informers and waits for their caches.
+func startTracker(ctx context.Context, lh versioned.Interface) (*tracker, error) {
+	t := &tracker{vols: map[string]*volView{}, waiters: map[string][]*waiter{}}
+	f := externalversions.NewSharedInformerFactoryWithOptions(lh, 0, externalversions.WithNamespace(framework.Namespace))
+	vi := f.Longhorn().V1beta2().Volumes().Informer()
+	ei := f.Longhorn().V1beta2().Engines().Informer()
+	vh := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { t.volume(o, false) },
+		UpdateFunc: func(_, o any) { t.volume(o, false) },
+		DeleteFunc: func(o any) { t.volume(o, true) },
+	}
+	eh := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { t.engine(o, false) },
+		UpdateFunc: func(_, o any) { t.engine(o, false) },
+		DeleteFunc: func(o any) { t.engine(o, true) },
+	}
+	if _, err := vi.AddEventHandler(vh); err != nil {
+		return nil, err
+	}
+	if _, err := ei.AddEventHandler(eh); err != nil {
+		return nil, err
+	}
+	f.Start(ctx.Done())
+	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
+		if !ok {
+			return nil, fmt.Errorf("informer %v did not sync", typ)
+		}
+	}
+	return t, nil
+}
+
+func tombstone(o any) any {
+	if d, ok := o.(cache.DeletedFinalStateUnknown); ok {
+		return d.Obj
+	}
+	return o
+}
+
+func (t *tracker) volume(o any, deleted bool) {
+	v, ok := tombstone(o).(*longhorn.Volume)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	vv := t.view(v.Name)
+	vv.V = v
+	if deleted {
+		vv.V = nil
+	}
+	t.check(v.Name, vv)
+}
+
+func (t *tracker) engine(o any, deleted bool) {
+	e, ok := tombstone(o).(*longhorn.Engine)
+	if !ok || e.Spec.VolumeName == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	vv := t.view(e.Spec.VolumeName)
+	vv.Endpoint = ""
+	if !deleted && e.Status.CurrentState == longhorn.InstanceStateRunning {
+		vv.Endpoint = e.Status.Endpoint
+	}
+	t.check(e.Spec.VolumeName, vv)
+}
+
+func (t *tracker) view(name string) *volView {
+	vv := t.vols[name]
+	if vv == nil {
+		vv = &volView{}
+		t.vols[name] = vv
+	}
+	return vv
+}
+
+// check fires the waiters of name whose condition holds; t.mu held.
+func (t *tracker) check(name string, vv *volView) {
+	ws := t.waiters[name]
+	keep := ws[:0]
+	now := time.Now()
+	for _, w := range ws {
+		if w.cond(*vv) {
+			w.at <- now
+		} else {
+			keep = append(keep, w)
+		}
+	}
+	if len(keep) == 0 {
+		delete(t.waiters, name)
+		return
+	}
+	t.waiters[name] = keep
+}
+
+// expect returns a channel that receives the time cond first holds for
+// volume name (at once if it holds now). Register it before acting.
+func (t *tracker) expect(name string, cond func(volView) bool) <-chan time.Time {
+	w := &waiter{cond: cond, at: make(chan time.Time, 1)}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.waiters[name] = append(t.waiters[name], w)
+	t.check(name, t.view(name))
+	return w.at
+}
+
+// owned lists the volumes whose status.ownerID is node.
+func (t *tracker) owned(node string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for name, vv := range t.vols {
+		if vv.V != nil && vv.V.Status.OwnerID == node {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// Conditions of part 3's phases.
+func scheduled(vv volView) bool {
+	return vv.V != nil && longhorn.GetCondition(vv.V.Status.Conditions, longhorn.VolumeConditionTypeScheduled).Status == longhorn.ConditionStatusTrue
+}
+
+func detachedReady(vv volView) bool {
+	return scheduled(vv) && vv.V.Status.State == longhorn.VolumeStateDetached
+}
+
+func attachedOn(node string) func(volView) bool {
+	return func(vv volView) bool {
+		return vv.V != nil && vv.V.Status.State == longhorn.VolumeStateAttached && vv.V.Status.CurrentNodeID == node && vv.Endpoint != ""
+	}
+}
+
+func detached(vv volView) bool {
+	return vv.V != nil && vv.V.Status.State == longhorn.VolumeStateDetached
+}
+
+func gone(vv volView) bool { return vv.V == nil }
+
+func notOwnedBy(node string) func(volView) bool {
+	return func(vv volView) bool { return vv.V == nil || vv.V.Status.OwnerID != node }
+}
