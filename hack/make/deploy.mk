@@ -43,14 +43,25 @@ test-chart: ## chart tests: settings mapping, rendering vs deploy/longhorn.yaml,
 # then build it static with IMAGE_CGO=0 (a full recompile).
 IMAGE_CGO        ?=
 IMAGE_BUILD_DATE := $(shell TZ=UTC git log -1 --format=%cd --date=format-local:%Y-%m-%dT%H:%M:%SZ 2>/dev/null)
+IMAGE_BINARY     ?= $(BIN)/images/longhorn
 image-binary:
-	$(if $(IMAGE_CGO),CGO_ENABLED=$(IMAGE_CGO)) go build -o $(BIN)/images/longhorn \
+	$(if $(IMAGE_CGO),CGO_ENABLED=$(IMAGE_CGO)) go build -o $(IMAGE_BINARY) \
 		-ldflags "-s -w -X $(MODULE)/meta.Version=$(IMAGE_TAG) -X $(MODULE)/meta.GitCommit=$(GIT_COMMIT) -X $(MODULE)/meta.BuildDate=$(or $(IMAGE_BUILD_DATE),$(BUILD_DATE))" .
 
 image: image-binary ## build $(LONGHORN_IMAGE):<tag> into bin/images/longhorn.oci.tar (debootstrap base cached in CACHE_DIR; root)
-	cd hack/image && go run -mod=mod . -binary $(BIN)/images/longhorn -packages $(CURDIR)/package/node-packages.txt \
+	cd hack/image && go run -mod=mod . -binary $(IMAGE_BINARY) -packages $(CURDIR)/package/node-packages.txt \
 		-ref $(IMAGE_REF) -out $(IMAGE_ARCHIVE) -cache $(CACHE_DIR) -mirror $(DEBIAN_MIRROR) -revision $(GIT_COMMIT) \
 		$(foreach b,$(IMAGE_EXTRA_BINS),-extra-bin $(b))
+
+# Version N+1 of test-helm's upgrade test (TestHelmUpgradeLiveEngines): the
+# image binary linked again (no compile: make image's build cache) with the
+# version IMAGE_NEXT_TAG, in an image of that tag over the same cached base
+# layer. Default: the tag with ".1" appended (v0.1.0-dev -> v0.1.0-dev.1, a
+# later version on the supported upgrade path).
+IMAGE_NEXT_TAG     ?= $(IMAGE_TAG).1
+IMAGE_NEXT_ARCHIVE := $(BIN)/images/longhorn-next.oci.tar
+image-next: image ## build $(LONGHORN_IMAGE):$(IMAGE_NEXT_TAG), the same source as make image with another version, into bin/images/longhorn-next.oci.tar (root)
+	$(MAKE) --no-print-directory image IMAGE_TAG=$(IMAGE_NEXT_TAG) IMAGE_ARCHIVE=$(IMAGE_NEXT_ARCHIVE) IMAGE_BINARY=$(BIN)/images/longhorn-next
 
 image-docker: ## docker build longhornio/longhorn:<tag> from package/Dockerfile (needs a Docker engine)
 	docker build -f package/Dockerfile \
@@ -72,7 +83,8 @@ cluster-helm: helm ## helm upgrade --install chart/ on the running local cluster
 	$(HELM) upgrade --install longhorn chart/ -n longhorn-system --create-namespace --wait --timeout 5m \
 		--kubeconfig $(CLUSTER_STATE_DIR)/kubeconfig $(if $(HELM_VALUES),-f $(HELM_VALUES))
 
-test-helm: build lhcluster lhpause testbin helm $(CLUSTER_IMAGE_DEPS) ## real helm installs Longhorn's values on a local real-node cluster (lhimg, 10.99.40.0/24, pods 10.102.0.0/16); every setting reaches its object (root)
+test-helm: build lhcluster lhpause testbin helm $(CLUSTER_IMAGE_DEPS) image-next ## real helm installs Longhorn's values on a local real-node cluster (lhimg, 10.99.40.0/24, pods 10.102.0.0/16); every setting reaches its object (root)
 	$(TEST_ENV) LONGHORN_HELM_E2E=1 LONGHORN_HELM=$(HELM) LONGHORN_BINARY=$(BIN)/longhorn LHCLUSTER_BINARY=$(BIN)/lhcluster \
 		LHPAUSE_BINARY=$(BIN)/lhpause LONGHORN_IMAGE_ARCHIVE=$(abspath $(CLUSTER_IMAGE)) \
-		go test -count=1 -timeout 20m -v ./test/helm/ 2>&1 | grep -v '^=== RUN'; exit $${PIPESTATUS[0]}
+		LONGHORN_NEXT_IMAGE_ARCHIVE=$(IMAGE_NEXT_ARCHIVE) LONGHORN_NEXT_IMAGE_TAG=$(IMAGE_NEXT_TAG) \
+		go test -count=1 -timeout 30m -v ./test/helm/ 2>&1 | grep -v '^=== RUN'; exit $${PIPESTATUS[0]}

@@ -41,9 +41,21 @@ var wroteRE = regexp.MustCompile(`wrote (\d+)/(\d+) bytes at offset (\d+)`)
 func StartQemuShell(t *testing.T, sock, vol string) *QemuShell {
 	t.Helper()
 	bin := RequireTool(t, "qemu-io")
-	q := &QemuShell{t: t, changed: make(chan struct{}, 1), done: make(chan error, 1)}
-	q.cmd = exec.Command(bin, "--image-opts",
-		"driver=nbd,server.type=unix,server.path="+sock+",export="+vol+",reconnect-delay=20")
+	return StartQemuShellCmd(t, exec.Command(bin, QemuShellArgs(sock, vol)...))
+}
+
+// QemuShellArgs are qemu-io's arguments of StartQemuShell: export vol of
+// the NBD server on unix socket sock, reconnect-delay 20 s.
+func QemuShellArgs(sock, vol string) []string {
+	return []string{"--image-opts", "driver=nbd,server.type=unix,server.path=" + sock + ",export=" + vol + ",reconnect-delay=20"}
+}
+
+// StartQemuShellCmd is StartQemuShell with the command given (qemu-io with
+// QemuShellArgs, possibly run through nsenter inside a test node); its
+// stdin and output are set here.
+func StartQemuShellCmd(t *testing.T, cmd *exec.Cmd) *QemuShell {
+	t.Helper()
+	q := &QemuShell{t: t, cmd: cmd, changed: make(chan struct{}, 1), done: make(chan error, 1)}
 	q.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var err error
 	if q.in, err = q.cmd.StdinPipe(); err != nil {

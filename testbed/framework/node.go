@@ -149,6 +149,13 @@ func (c *Cluster) NodeShell(ctx context.Context, node, script string) ([]byte, e
 	return c.NodeExec(ctx, node, nil, "sh", "-c", script)
 }
 
+// NodeCommand returns the command argv inside node (as NodeExec runs it:
+// the node's mount namespace and the instance manager's network namespace),
+// not started; the caller sets its input and output. It ends with ctx.
+func (c *Cluster) NodeCommand(ctx context.Context, node string, argv ...string) (*exec.Cmd, error) {
+	return c.nodeCmd(ctx, node, argv)
+}
+
 func (c *Cluster) nodeCmd(ctx context.Context, node string, argv []string) (*exec.Cmd, error) {
 	if len(argv) == 0 {
 		return nil, errors.New("node command: empty argv")
