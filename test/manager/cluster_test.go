@@ -199,15 +199,20 @@ func (c *cluster) volumeNames() []string {
 	return out
 }
 
-// releaseBlockdevs removes the loop devices, FUSE mounts and device nodes
-// that engines with frontend blockdev left on the host: a volume still
-// attached when the cluster stops (a failed subtest never detaches it) has
-// its engine killed with its instance manager, so no exit hook cleans up.
-// blockdev.Cleanup only touches what the volume's owner record names.
+// releaseBlockdevs removes the loop devices and device nodes that engines
+// with frontend blockdev left: a volume still attached when the cluster
+// stops (a failed subtest never detaches it) has its engine killed with its
+// instance manager, so no exit hook cleans up. Each node's pods keep their
+// device nodes and owner records in the node's own directories (see
+// startPodProcess), and blockdev.Cleanup only touches what the volume's
+// owner record names, so nothing of another run on this machine is touched.
 func (c *cluster) releaseBlockdevs(vols []string) {
-	for _, v := range vols {
-		if err := blockdev.Cleanup(blockdev.Config{}, v); err != nil {
-			c.t.Errorf("cleanup: blockdev of %s: %v", v, err)
+	for _, n := range c.nodes {
+		cfg := blockdev.Config{DevDir: c.nodeDevDir(n), FuseDir: filepath.Join(c.nodeRunDir(n), "blockdev")}
+		for _, v := range vols {
+			if err := blockdev.Cleanup(cfg, v); err != nil {
+				c.t.Errorf("cleanup: blockdev of %s on %s: %v", v, n.name, err)
+			}
 		}
 	}
 }

@@ -134,15 +134,22 @@ func (c *cluster) startPodProcess(pod *corev1.Pod, n *simNode, ip string) *podPr
 	}
 	defer log.Close()
 	// Like the pod's own mount namespace: the node's /var/run/longhorn
-	// (engine NBD sockets) is its own directory, so engines of volumes with
-	// the same name on other nodes or in other tests never share a socket.
-	run := c.nodeRunDir(n)
-	if err := os.MkdirAll(run, 0o755); err != nil {
-		c.t.Errorf("pod %s: %v", pod.Name, err)
-		return nil
+	// (engine NBD sockets, blockdev FUSE mounts and owner records) and
+	// /dev/longhorn (blockdev device nodes) are its own directories, so
+	// engines of volumes with the same name on other nodes or in other test
+	// runs on this machine never share a socket or a device node. With
+	// /dev/longhorn shared, a concurrent run's engine replaced this run's
+	// /dev/longhorn/<volume> and the test wrote into the other run's volume.
+	run, dev := c.nodeRunDir(n), c.nodeDevDir(n)
+	for _, d := range []string{run, dev} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			c.t.Errorf("pod %s: %v", pod.Name, err)
+			return nil
+		}
 	}
-	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c",
-		`mkdir -p ` + podRunDir + ` && mount --bind "$0" ` + podRunDir + ` && exec "$@"`, run, c.binary}, args...)...)
+	script := `mkdir -p ` + podRunDir + ` ` + podDevDir + ` && mount --bind "$0" ` + podRunDir +
+		` && mount --bind "$1" ` + podDevDir + ` && shift && exec "$@"`
+	cmd := exec.Command("unshare", append([]string{"--mount", "--propagation", "private", "sh", "-c", script, run, dev, c.binary}, args...)...)
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -180,13 +187,25 @@ func (c *cluster) secretVolume(n *simNode, name string) string {
 // (engine/frontend/nbd DefaultSocketDir's parent).
 const podRunDir = "/var/run/longhorn"
 
+// podDevDir is where engines with frontend blockdev make the device node
+// (engine/frontend/blockdev DefaultDevDir).
+const podDevDir = "/dev/longhorn"
+
 // nodeRunDir is the host directory node n's pods see as podRunDir.
 func (c *cluster) nodeRunDir(n *simNode) string { return filepath.Join(c.dir, n.name, "run") }
 
+// nodeDevDir is the host directory node n's pods see as podDevDir.
+func (c *cluster) nodeDevDir(n *simNode) string { return filepath.Join(c.dir, n.name, "dev") }
+
 // hostEndpoint turns an engine endpoint on node into one this process can
-// open: a unix socket under podRunDir moves to the node's directory.
+// open: a unix socket under podRunDir or a device node under podDevDir moves
+// to the node's directory.
 func (c *cluster) hostEndpoint(node, endpoint string) string {
-	return strings.Replace(endpoint, "socket="+podRunDir+"/", "socket="+c.nodeRunDir(c.node(node))+"/", 1)
+	n := c.node(node)
+	if strings.HasPrefix(endpoint, podDevDir+"/") {
+		return filepath.Join(c.nodeDevDir(n), strings.TrimPrefix(endpoint, podDevDir+"/"))
+	}
+	return strings.Replace(endpoint, "socket="+podRunDir+"/", "socket="+c.nodeRunDir(n)+"/", 1)
 }
 
 func (c *cluster) setPodStatus(pod *corev1.Pod, phase corev1.PodPhase, ip string) {
