@@ -46,10 +46,22 @@ func newReplicaController(e *env) (runner, error) {
 			c.w.Enqueue(e.key(r.Name))
 		}
 	}
-	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(byNode)); err != nil {
+	// An instance manager's state, address or ownership concerns all of
+	// its node's replicas; a process that starts or stops only its own.
+	if err := addHandler(e.ds.InstanceManagerInformer(), onIMFanout(func(im *longhorn.InstanceManager) { byNode(im) },
+		func(_ *longhorn.InstanceManager, engines, replicas []string) {
+			for _, name := range replicas {
+				c.w.Enqueue(e.key(name))
+			}
+		})); err != nil {
 		return nil, err
 	}
-	if err := addHandler(e.ds.NodeInformer(), onChange(byNode)); err != nil {
+	// Disk capacity (every replica scheduled) concerns scheduling only.
+	if err := addHandler(e.ds.NodeInformer(), onNodeFanout(func(n *longhorn.Node, scope nodeFanout) {
+		if scope == nodeFanoutAll {
+			byNode(n)
+		}
+	})); err != nil {
 		return nil, err
 	}
 	return c, nil

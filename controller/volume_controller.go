@@ -56,11 +56,20 @@ func newVolumeController(e *env) (runner, error) {
 	}
 	// Node, instance manager and setting changes can unblock scheduling or
 	// change ownership: look at every volume again.
+	// Disk capacity alone (it changes with every replica scheduled) can
+	// only unblock a volume waiting for a replica; an instance manager's
+	// processes reach volumes through their Engine and Replica objects.
 	all := func(any) { c.enqueueAll() }
-	if err := addHandler(e.ds.NodeInformer(), onChange(all)); err != nil {
+	if err := addHandler(e.ds.NodeInformer(), onNodeFanout(func(_ *longhorn.Node, scope nodeFanout) {
+		if scope == nodeFanoutAll {
+			c.enqueueAll()
+		} else {
+			c.enqueueWaitingForReplicas()
+		}
+	})); err != nil {
 		return nil, err
 	}
-	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(all)); err != nil {
+	if err := addHandler(e.ds.InstanceManagerInformer(), onIMFanout(func(*longhorn.InstanceManager) { c.enqueueAll() }, nil)); err != nil {
 		return nil, err
 	}
 	// A cordon evicts replicas under the block-for-eviction drain policies.
@@ -85,6 +94,28 @@ func (c *VolumeController) enqueueAll() {
 	for _, v := range vols {
 		c.w.Enqueue(c.key(v.Name))
 	}
+}
+
+// enqueueWaitingForReplicas looks again at the volumes a change of disk
+// capacity can concern: not fully scheduled, being created, or degraded
+// (a replica to replenish).
+func (c *VolumeController) enqueueWaitingForReplicas() {
+	vols, err := c.ds.ListVolumesRO(context.Background(), nil)
+	if err != nil {
+		return
+	}
+	for _, v := range vols {
+		if waitsForReplicas(v) {
+			c.w.Enqueue(c.key(v.Name))
+		}
+	}
+}
+
+// waitsForReplicas reports whether v may be waiting for disk space (pure).
+func waitsForReplicas(v *longhorn.Volume) bool {
+	sched := longhorn.GetCondition(v.Status.Conditions, longhorn.VolumeConditionTypeScheduled).Status == longhorn.ConditionStatusTrue
+	return !sched || v.Status.State == longhorn.VolumeStateCreating || v.Status.State == "" ||
+		v.Status.Robustness == longhorn.VolumeRobustnessDegraded
 }
 
 // enqueueStandby looks at every standby (DR) volume again.

@@ -20,7 +20,9 @@ import (
 type cpOptions struct {
 	volumes, attach, replicas, parallel, attachParallel int
 	size                                                int64
-	rest                                                time.Duration
+	rest, settle                                        time.Duration
+	altImage                                            string // A/B: the managers' other image archive
+	abExtra                                             int    // A/B: volumes created and deleted by each arm
 	cluster                                             clusterOptions
 }
 
@@ -70,6 +72,9 @@ func runControlPlane(ctx context.Context, longhornBin string, o cpOptions) (r CP
 	t0 := time.Now()
 	defer func() { r.Secs = time.Since(t0).Seconds() }()
 	c, err := o.cluster.config(longhornBin)
+	if o.altImage != "" {
+		c.ImageArchives = append(c.ImageArchives, o.altImage)
+	}
 	if err != nil {
 		r.Err = err.Error()
 		return r
@@ -136,6 +141,11 @@ func runPhases(ctx context.Context, f *framework.Cluster, c *cluster.Config, o c
 	r.Phases = append(r.Phases, sched)
 	if err := rest(fmt.Sprintf("rest, %d detached", o.volumes)); err != nil {
 		return err
+	}
+	if o.altImage != "" {
+		if err := runAB(ctx, f, c, tr, o, r, rest, phase); err != nil {
+			return err
+		}
 	}
 	att := names[:min(o.attach, len(names))]
 	phase("attach", func() Latency { return attachAll(ctx, f, c, tr, att, o.attachParallel) })

@@ -94,10 +94,19 @@ func lockIfShared(name string) (func(), error) {
 	return func() { f.Close() }, nil
 }
 
+// benchSettings are set once Longhorn is ready:
+// storage-minimal-available-percentage 5 as test/e2e does (build machines'
+// disks are often fuller than Longhorn's 25 % allows), and
+// storage-over-provisioning-percentage 500: the three nodes share one disk,
+// and 300 thin 1 GiB volumes of 2 replicas schedule 200 GiB on each, more
+// than Longhorn's default 100 % of a 250 GiB disk minus its 30 % reserve.
+var benchSettings = [][2]string{
+	{"storage-minimal-available-percentage", "5"},
+	{"storage-over-provisioning-percentage", "500"},
+}
+
 // clusterUp brings the cluster up with Longhorn ready (every node Ready with
-// a running instance manager) and storage-minimal-available-percentage 5
-// (build machines' disks are often fuller than Longhorn's 25 % allows), as
-// test/e2e does, and returns a connection; down removes it.
+// a running instance manager) and benchSettings, and returns a connection.
 func clusterUp(ctx context.Context, c *cluster.Config, o clusterOptions, logf func(string, ...any)) (*framework.Cluster, error) {
 	ctx, cancel := context.WithTimeout(ctx, 8*time.Minute)
 	defer cancel()
@@ -126,12 +135,14 @@ func clusterUp(ctx context.Context, c *cluster.Config, o clusterOptions, logf fu
 	if err != nil {
 		return nil, fmt.Errorf("longhorn not ready: %s: %w", why, err)
 	}
-	err = pollUntil(ctx, time.Second, time.Minute, func() bool {
-		why = fmt.Sprint(f.SetSetting(ctx, "storage-minimal-available-percentage", "5"))
-		return why == "<nil>"
-	})
-	if err != nil {
-		return nil, fmt.Errorf("setting storage-minimal-available-percentage: %s: %w", why, err)
+	for _, s := range benchSettings {
+		err = pollUntil(ctx, time.Second, time.Minute, func() bool {
+			why = fmt.Sprint(f.SetSetting(ctx, s[0], s[1]))
+			return why == "<nil>"
+		})
+		if err != nil {
+			return nil, fmt.Errorf("setting %s: %s: %w", s[0], why, err)
+		}
 	}
 	return f, nil
 }

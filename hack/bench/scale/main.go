@@ -63,6 +63,9 @@ func parseFlags() options {
 	flag.IntVar(&o.cp.parallel, "cp-parallel", 10, "part 3: concurrent create and delete requests")
 	flag.IntVar(&o.cp.attachParallel, "cp-attach-parallel", 1, "part 3: concurrent attach and detach requests")
 	flag.DurationVar(&o.cp.rest, "cp-rest", 20*time.Second, "part 3: rest windows (manager CPU, API requests, reconciles)")
+	flag.StringVar(&o.cp.altImage, "cp-alt-image", "", "part 3: A/B: an image archive the managers run for a second rest window at the full volume count (e.g. the code before a change)")
+	flag.IntVar(&o.cp.abExtra, "cp-ab-volumes", 60, "part 3: A/B: volumes each arm creates and deletes on top of the others")
+	flag.DurationVar(&o.cp.settle, "cp-settle", 30*time.Second, "part 3: A/B: wait after the managers restart before the window")
 	o.cp.cluster.flags(flag.CommandLine)
 	flag.Parse()
 	return o
