@@ -47,7 +47,8 @@ type upgWriter struct {
 // is then upgraded live (spec.image, as the engineUpgrade action sets it);
 // the old instance managers go once their last instance moved. No client
 // sees an error and every byte of each volume equals the model of its
-// writes.
+// writes. Before the engines move, a fourth volume's upgrade is refused
+// while it is degraded and while a replica rebuilds.
 func TestHelmUpgradeLiveEngines(t *testing.T) {
 	c, helmBin, err := prerequisites()
 	next, nextTag := os.Getenv("LONGHORN_NEXT_IMAGE_ARCHIVE"), os.Getenv("LONGHORN_NEXT_IMAGE_TAG")
@@ -98,6 +99,7 @@ func TestHelmUpgradeLiveEngines(t *testing.T) {
 	u.must(err)
 	oldImage := imgs[0]
 	ws := u.startWriters()
+	u.createRefusalVolume()
 
 	// helm upgrade to N+1 while the clients write.
 	rel.Set = []string{"image.longhorn.tag=" + nextTag}
@@ -114,6 +116,7 @@ func TestHelmUpgradeLiveEngines(t *testing.T) {
 	for _, w := range ws {
 		u.checkEngine(w.vol, oldImage)
 	}
+	u.whileWriting(ws, "upgrade refusals", func() error { return u.checkRefusals(newImage) })
 
 	// Each engine moves live to N+1.
 	var lastMoved time.Time
