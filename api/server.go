@@ -43,6 +43,16 @@ type Options struct {
 	// so the router can be served before the datastore has synced. Nil
 	// means always ready.
 	Ready func() bool
+	// NodeName is the node of this manager: trimFilesystem of a volume
+	// attached there runs here, else it is forwarded.
+	NodeName string
+	// Trim trims a volume's filesystem on this node (trimFilesystem); nil
+	// answers 503.
+	Trim FilesystemTrimmer
+	// ManagerAddress gives the REST address (HOST:PORT) of the manager on a
+	// node, for the actions Longhorn forwards there (ManagerPodAddress);
+	// nil answers them with 503 when the volume is on another node.
+	ManagerAddress func(ctx context.Context, node string) (string, error)
 }
 
 // Server serves the REST API from a started, synced DataStore.

@@ -94,7 +94,6 @@ func (s *Server) volumeAction(ctx context.Context, r *http.Request, u urls) (int
 // never advertised.
 var unsupportedVolumeActions = map[string]string{
 	"offlineReplicaRebuilding": "offline replica rebuilding",
-	"trimFilesystem":           "trimming the volume's filesystem",
 	"updateUblkQueueDepth":     "the ublk frontend (v2 data engine)",
 	"updateUblkNumberOfQueue":  "the ublk frontend (v2 data engine)",
 }
@@ -125,7 +124,7 @@ var (
 // and recurring job actions and snapshotCRCreate/Delete (for a detached
 // volume the snapshot controller attaches it) and engineUpgrade (offline
 // when detached, live when attached), attached also the engine
-// snapshot actions, attaching only the recurring job actions. activate needs a
+// snapshot actions and trimFilesystem, attaching only the recurring job actions. activate needs a
 // standby volume, cancelExpansion an expansion in progress; actions whose
 // feature is missing (unsupportedVolumeActions) are never listed.
 func volumeActions(v *longhorn.Volume) []string {
@@ -145,6 +144,7 @@ func volumeActions(v *longhorn.Volume) []string {
 		actions = append(actions, "engineUpgrade")
 		if v.Status.State == longhorn.VolumeStateAttached {
 			actions = append(actions, engineSnapActions...)
+			actions = append(actions, ActionTrimFilesystem)
 		}
 	case longhorn.VolumeStateAttaching:
 		actions = append(actions, recurringActions...)

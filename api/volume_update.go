@@ -87,7 +87,7 @@ func init() {
 	volumeActionTable["engineUpgrade"] = volumeAction{(*Server).engineUpgrade,
 		ActionDef{Input: "engineUpgradeInput", Output: "volume"}, EngineUpgradeInput{}}
 	volumeActionTable["offlineReplicaRebuilding"] = volumeAction{nil, ActionDef{Output: "volume"}, nil}
-	volumeActionTable["trimFilesystem"] = volumeAction{nil, ActionDef{Output: "volume"}, nil}
+	volumeActionTable[ActionTrimFilesystem] = volumeAction{(*Server).trimFilesystem, ActionDef{Output: "volume"}, nil}
 }
 
 // fieldInputModel is a schema model for a one-field input: a struct with

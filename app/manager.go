@@ -29,6 +29,7 @@ import (
 	"github.com/longhorn-go/longhorn/controller"
 	"github.com/longhorn-go/longhorn/datastore"
 	"github.com/longhorn-go/longhorn/engineapi"
+	"github.com/longhorn-go/longhorn/internal/fstrim"
 	"github.com/longhorn-go/longhorn/k8s/pkg/client/clientset/versioned"
 	"github.com/longhorn-go/longhorn/metrics"
 	"github.com/longhorn-go/longhorn/types"
@@ -58,6 +59,8 @@ func managerCommand() *cli.Command {
 			&cli.StringFlag{Name: "webhook-url", Usage: "https://HOST:PORT the API server uses for the webhook instead of Service " + webhook.ServiceName},
 			&cli.IntFlag{Name: "readiness-port", Value: 9500, Usage: "HTTP port of the REST API /v1 (Service longhorn-backend) with /v1/healthz (liveness) and /v1/readyz (readiness); 0 disables it"},
 			&cli.IntFlag{Name: "workers", Value: 5, Usage: "workers per controller"},
+			&cli.StringFlag{Name: "blockdev-dev-dir", EnvVars: []string{"LONGHORN_BLOCKDEV_DEV_DIR"},
+				Usage: "this node's /dev/longhorn (blockdev device nodes) as the manager sees it, for trimFilesystem; empty: /host/dev/longhorn in the manager pod, else /dev/longhorn"},
 			&cli.BoolFlag{Name: "upgrade-version-check", Usage: "refuse to start when the installed version (Setting current-longhorn-version) cannot be upgraded to this one (Longhorn's upgrade path enforcement)"},
 		},
 		Action: runManager,
@@ -74,6 +77,7 @@ type managerConfig struct {
 	webhookURL     string
 	readinessPort  int
 	versionCheck   bool
+	devDir         string
 }
 
 func parseManagerFlags(c *cli.Context) (managerConfig, error) {
@@ -84,7 +88,7 @@ func parseManagerFlags(c *cli.Context) (managerConfig, error) {
 			ServiceAccount: c.String("service-account"), Workers: c.Int("workers")},
 		kubeconfig: c.String("kubeconfig"), podIP: c.String("pod-ip"), webhookPort: c.Int("webhook-port"), conversionPort: c.Int("conversion-port"),
 		webhookURL: c.String("webhook-url"), readinessPort: c.Int("readiness-port"),
-		versionCheck: c.Bool("upgrade-version-check"),
+		versionCheck: c.Bool("upgrade-version-check"), devDir: c.String("blockdev-dev-dir"),
 	}
 	switch {
 	case cfg.opts.NodeName == "":
@@ -181,8 +185,7 @@ func runManager(c *cli.Context) error {
 	if cfg.readinessPort > 0 {
 		// The REST API (/v1) with /v1/healthz and /v1/readyz; it answers 503
 		// until the manager is ready.
-		router := api.NewRouter(ds, api.Options{Ready: ready.Load, Snapshots: api.EngineSnapshots{DS: ds, Handler: engines},
-			Kube: kube, Events: events, EngineImage: cfg.opts.EngineImage})
+		router := api.NewRouter(ds, apiOptions(cfg, kube, events, ready.Load, api.EngineSnapshots{DS: ds, Handler: engines}))
 		engineMetrics := &engineapi.MetricsClient{}
 		defer engineMetrics.Close()
 		srv, err := serveHTTP(net.JoinHostPort(cfg.podIP, strconv.Itoa(cfg.readinessPort)),
@@ -282,6 +285,19 @@ func retryConflict(ctx context.Context, fn func() error) error {
 		}
 	}
 	return err
+}
+
+// apiOptions are the REST API's options that come from the command line
+// and the clients (ready and the engine snapshot operations given):
+// trimFilesystem trims through this node's /dev/longhorn
+// (--blockdev-dev-dir) and forwards to the manager pods of other nodes.
+func apiOptions(cfg managerConfig, kube kubernetes.Interface, events cache.SharedIndexInformer, ready func() bool,
+	snapshots api.SnapshotOps) api.Options {
+	host := fstrim.DefaultHost(cfg.devDir)
+	return api.Options{Ready: ready, Snapshots: snapshots, Kube: kube, Events: events, EngineImage: cfg.opts.EngineImage,
+		NodeName:       cfg.opts.NodeName,
+		Trim:           func(v string) (uint64, error) { r, err := host.Trim(v); return r.Trimmed, err },
+		ManagerAddress: api.ManagerPodAddress(kube, cfg.opts.Namespace)}
 }
 
 // serveHTTP serves h on addr (the REST API port) until shut down.

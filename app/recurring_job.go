@@ -27,6 +27,8 @@ func recurringJobCommand() *cli.Command {
 		Flags: []cli.Flag{
 			&cli.StringFlag{Name: "kubeconfig", EnvVars: []string{"KUBECONFIG"}, Usage: "kubeconfig file; empty means in-cluster"},
 			&cli.StringFlag{Name: "namespace", Value: types.DefaultNamespace, EnvVars: []string{"POD_NAMESPACE"}, Usage: "namespace of Longhorn's objects"},
+			&cli.StringFlag{Name: "manager-url", Value: recurringjob.DefaultManagerURL, EnvVars: []string{"LONGHORN_MANAGER_URL"},
+				Usage: "the manager's REST API, which filesystem-trim jobs call (trimFilesystem)"},
 			&cli.DurationFlag{Name: "timeout", Value: 6 * time.Hour, Usage: "give up on the snapshots and backups still running after this long"},
 		},
 		Action: runRecurringJob,
@@ -52,6 +54,6 @@ func runRecurringJob(c *cli.Context) error {
 		ctx, cancel = context.WithTimeout(ctx, d)
 		defer cancel()
 	}
-	r := &recurringjob.Runner{LH: lh, Namespace: c.String("namespace"), Log: logrus.StandardLogger()}
+	r := &recurringjob.Runner{LH: lh, Namespace: c.String("namespace"), Log: logrus.StandardLogger(), ManagerURL: c.String("manager-url")}
 	return r.Run(ctx, c.Args().First())
 }

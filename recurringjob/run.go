@@ -22,13 +22,16 @@ const labelBackupVolume = "longhorn.io/backup-volume"
 
 // Runner runs one recurring job once against the Longhorn objects in
 // Namespace. Poll is how often a snapshot or backup is looked at while
-// waiting for it (0 = 1 s).
+// waiting for it (0 = 1 s). ManagerURL is the manager's REST API
+// (filesystem-trim calls the volume's trimFilesystem action there; "" =
+// DefaultManagerURL).
 type Runner struct {
-	LH        versioned.Interface
-	Namespace string
-	Log       logrus.FieldLogger
-	Poll      time.Duration
-	now       func() time.Time
+	LH         versioned.Interface
+	Namespace  string
+	Log        logrus.FieldLogger
+	Poll       time.Duration
+	ManagerURL string
+	now        func() time.Time
 }
 
 // ErrNotSupported is returned for a task this product cannot run yet.
@@ -48,7 +51,7 @@ func (r *Runner) Run(ctx context.Context, name string) error {
 	if err != nil {
 		return fmt.Errorf("recurring job %s: %w", name, err)
 	}
-	if job.Spec.Task == longhorn.RecurringJobTypeFilesystemTrim || job.Spec.Task == longhorn.RecurringJobTypeSystemBackup {
+	if job.Spec.Task == longhorn.RecurringJobTypeSystemBackup {
 		return fmt.Errorf("recurring job %s: task %s is %w", name, job.Spec.Task, ErrNotSupported)
 	}
 	if job, err = r.countExecution(ctx, job); err != nil {
@@ -114,6 +117,12 @@ func (r *Runner) countExecution(ctx context.Context, job *longhorn.RecurringJob)
 
 func (r *Runner) runVolume(ctx context.Context, job *longhorn.RecurringJob, v *longhorn.Volume, allowDetached bool) error {
 	log := r.Log.WithFields(logrus.Fields{"job": job.Name, "volume": v.Name})
+	if job.Spec.Task == longhorn.RecurringJobTypeFilesystemTrim && v.Status.State != longhorn.VolumeStateAttached {
+		// only an attached volume's filesystem can be mounted: attaching
+		// one for the job would give nothing to trim
+		log.WithField("state", v.Status.State).Info("Skipping a volume that is not attached: no mounted filesystem to trim")
+		return nil
+	}
 	if v.Status.State != longhorn.VolumeStateAttached {
 		if !allowDetached || v.Status.State != longhorn.VolumeStateDetached {
 			log.WithField("state", v.Status.State).Info("Skipping a volume that is not attached")
@@ -140,6 +149,8 @@ func (r *Runner) runVolume(ctx context.Context, job *longhorn.RecurringJob, v *l
 		return r.purgeSystemSnapshots(ctx, v.Name)
 	case longhorn.RecurringJobTypeBackup, longhorn.RecurringJobTypeBackupForceCreate:
 		return r.backup(ctx, job, v.Name, log)
+	case longhorn.RecurringJobTypeFilesystemTrim:
+		return r.trimFilesystem(ctx, v.Name)
 	}
 	return fmt.Errorf("task %q is %w", job.Spec.Task, ErrNotSupported)
 }

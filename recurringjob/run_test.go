@@ -18,9 +18,9 @@ func TestRunCountsExecutions(t *testing.T) {
 	job := &longhorn.RecurringJob{ObjectMeta: metav1.ObjectMeta{Name: "snap", Namespace: ns},
 		Spec:   longhorn.RecurringJobSpec{Name: "snap", Task: longhorn.RecurringJobTypeSnapshot, Retain: 1, Concurrency: 1, Groups: []string{"nightly"}},
 		Status: longhorn.RecurringJobStatus{OwnerID: "n1"}}
-	trim := &longhorn.RecurringJob{ObjectMeta: metav1.ObjectMeta{Name: "trim", Namespace: ns},
-		Spec: longhorn.RecurringJobSpec{Name: "trim", Task: longhorn.RecurringJobTypeFilesystemTrim, Concurrency: 1}}
-	lh := fake.NewSimpleClientset(job, trim)
+	sysBackup := &longhorn.RecurringJob{ObjectMeta: metav1.ObjectMeta{Name: "sysbak", Namespace: ns},
+		Spec: longhorn.RecurringJobSpec{Name: "sysbak", Task: longhorn.RecurringJobTypeSystemBackup, Concurrency: 1}}
+	lh := fake.NewSimpleClientset(job, sysBackup)
 	r := &Runner{LH: lh, Namespace: ns, Log: logrus.New()}
 	for i := 1; i <= 2; i++ {
 		if err := r.Run(context.Background(), "snap"); err != nil {
@@ -34,10 +34,10 @@ func TestRunCountsExecutions(t *testing.T) {
 			t.Fatalf("after run %d: status %+v, want executionCount %d and the owner kept", i, got.Status, i)
 		}
 	}
-	if err := r.Run(context.Background(), "trim"); err == nil {
-		t.Fatal("filesystem-trim ran; want not supported yet")
+	if err := r.Run(context.Background(), "sysbak"); err == nil {
+		t.Fatal("system-backup ran; want not supported yet")
 	}
-	got, _ := lh.LonghornV1beta2().RecurringJobs(ns).Get(context.Background(), "trim", metav1.GetOptions{})
+	got, _ := lh.LonghornV1beta2().RecurringJobs(ns).Get(context.Background(), "sysbak", metav1.GetOptions{})
 	if got.Status.ExecutionCount != 0 {
 		t.Fatalf("refused task counted: %d", got.Status.ExecutionCount)
 	}

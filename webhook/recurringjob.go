@@ -57,6 +57,10 @@ func mutateRecurringJob(j *longhorn.RecurringJob) []PatchOp {
 	if j.Spec.Groups == nil {
 		add("/spec/groups", []string{})
 	}
+	if j.Spec.Task == longhorn.RecurringJobTypeFilesystemTrim && j.Spec.Retain != 0 {
+		// Longhorn's mutation: retention means nothing to a trim
+		ops = append(ops, PatchOp{Op: "replace", Path: "/spec/retain", Value: 0})
+	}
 	return ops
 }
 
@@ -70,8 +74,7 @@ var retainingTasks = map[longhorn.RecurringJobType]bool{
 // unsupportedTasks are Longhorn's tasks this product cannot run yet: the
 // webhook refuses them rather than keep a job that would only fail.
 var unsupportedTasks = map[longhorn.RecurringJobType]string{
-	longhorn.RecurringJobTypeFilesystemTrim: "trimming the volume's filesystem",
-	longhorn.RecurringJobTypeSystemBackup:   "system backups",
+	longhorn.RecurringJobTypeSystemBackup: "system backups",
 }
 
 func validateRecurringJob(j *longhorn.RecurringJob, maxRetain int) error {

@@ -204,7 +204,7 @@ func TestValidateRecurringJob(t *testing.T) {
 		{"bad label", func(j *longhorn.RecurringJob) { j.Spec.Labels = map[string]string{"k": "bad value"} }, "spec.labels[k]"},
 		{"parameter on wrong task", func(j *longhorn.RecurringJob) { j.Spec.Parameters = map[string]string{"full-backup-interval": "5"} }, "spec.parameters[full-backup-interval]"},
 		{"unknown parameter", func(j *longhorn.RecurringJob) { j.Spec.Parameters = map[string]string{"x": "5"} }, "spec.parameters[x]"},
-		{"filesystem-trim not supported yet", func(j *longhorn.RecurringJob) { j.Spec.Task, j.Spec.Retain = "filesystem-trim", 0 }, "spec.task"},
+		{"filesystem-trim without retain", func(j *longhorn.RecurringJob) { j.Spec.Task, j.Spec.Retain = "filesystem-trim", 0 }, ""},
 		{"system-backup not supported yet", func(j *longhorn.RecurringJob) { j.Spec.Task, j.Spec.Retain = "system-backup", 0 }, "spec.task"},
 		{"full-backup-interval on a backup job", func(j *longhorn.RecurringJob) {
 			j.Spec.Task, j.Spec.Parameters = "backup", map[string]string{"full-backup-interval": "5"}
@@ -218,7 +218,7 @@ func TestValidateRecurringJob(t *testing.T) {
 			checkField(t, validateRecurringJob(j, 100), tc.field)
 		})
 	}
-	for _, task := range []longhorn.RecurringJobType{longhorn.RecurringJobTypeFilesystemTrim, longhorn.RecurringJobTypeSystemBackup} {
+	for _, task := range []longhorn.RecurringJobType{longhorn.RecurringJobTypeSystemBackup} {
 		j := job()
 		j.Spec.Task, j.Spec.Retain = task, 0
 		if err := validateRecurringJob(j, 100); err == nil || !strings.Contains(err.Error(), "not supported yet") {
@@ -227,6 +227,19 @@ func TestValidateRecurringJob(t *testing.T) {
 	}
 	k := RecurringJobKind(fixedRetention(100))
 	checkField(t, k.Validate(context.Background(), Request[*longhorn.RecurringJob]{Operation: admissionv1.Create, Object: job()}), "")
+}
+
+// A filesystem-trim job's retain becomes 0, as Longhorn mutates it: it
+// keeps nothing.
+func TestRecurringJobTrimRetain(t *testing.T) {
+	j := &longhorn.RecurringJob{Spec: longhorn.RecurringJobSpec{Cron: "0 * * * *", Task: "filesystem-trim", Retain: 3, Concurrency: 1}}
+	if got := applyJobOps(j, mutateRecurringJob(j)).Spec.Retain; got != 0 {
+		t.Fatalf("filesystem-trim retain %d after mutation, want 0", got)
+	}
+	j.Spec.Task, j.Spec.Retain = "snapshot", 3
+	if got := applyJobOps(j, mutateRecurringJob(j)).Spec.Retain; got != 3 {
+		t.Fatalf("snapshot retain %d after mutation, want 3 kept", got)
+	}
 }
 
 // A job created without concurrency gets Longhorn's default, 10.
@@ -250,6 +263,8 @@ func applyJobOps(j *longhorn.RecurringJob, ops []PatchOp) *longhorn.RecurringJob
 			j.Spec.RetentionPolicy = op.Value.(longhorn.RecurringJobRetentionPolicy)
 		case "/spec/concurrency":
 			j.Spec.Concurrency = op.Value.(int)
+		case "/spec/retain":
+			j.Spec.Retain = op.Value.(int)
 		}
 	}
 	return j

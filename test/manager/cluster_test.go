@@ -271,7 +271,9 @@ func (c *cluster) startManager(n *simNode) {
 		"--namespace", ns, "--pod-ip", n.ip, "--engine-image", img, "--instance-manager-image", img, "--workers", "3",
 		"--webhook-url", "https://"+net.JoinHostPort(c.nodes[0].ip, "9502"))
 	cmd.Stdout, cmd.Stderr = f, f
-	cmd.Env = append(os.Environ(), c.managerEnv...)
+	// the node's /dev/longhorn (startPodProcess), where trimFilesystem
+	// finds the volume's device
+	cmd.Env = append(append(os.Environ(), c.managerEnv...), "LONGHORN_BLOCKDEV_DEV_DIR="+c.nodeDevDir(n))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	c.must(cmd.Start())
 	_ = f.Close()

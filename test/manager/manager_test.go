@@ -135,6 +135,7 @@ func TestManagersOnThreeNodes(t *testing.T) {
 	t.Run("chart configmaps", func(t *testing.T) { testChartConfigMaps(t, c) })
 	t.Run("rest api", func(t *testing.T) { testRESTClient(t, c) })
 	t.Run("backup and restore", func(t *testing.T) { testBackupRestore(t, c) })
+	t.Run("filesystem trim", func(t *testing.T) { testFilesystemTrim(t, c) })
 	const vol = "example-volume"
 	start := time.Now()
 	out, err := c.kubectl("", "apply", "-f", filepath.Join(testenv.RepoRoot(), "examples", "volume.yaml"))

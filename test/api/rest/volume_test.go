@@ -266,7 +266,7 @@ func testRefusedActions(t *testing.T, f *fixture) {
 			t.Errorf("engineUpgrade %s = %d %s", body, st, out)
 		}
 	}
-	for _, a := range []string{"trimFilesystem", "offlineReplicaRebuilding"} {
+	for _, a := range []string{"offlineReplicaRebuilding"} {
 		if _, listed := v.Actions()[a]; listed {
 			t.Errorf("%s is listed", a)
 		}
@@ -281,7 +281,7 @@ func testRefusedActions(t *testing.T, f *fixture) {
 		!strings.Contains(err.Error(), "dataLocality") {
 		t.Errorf("bad locality: %v", err)
 	}
-	for _, a := range []string{"snapshotCreate", "snapshotBackup"} {
+	for _, a := range []string{"snapshotCreate", "snapshotBackup", "trimFilesystem"} {
 		if st, body := post(t, f.base+"/v1/volumes/rest-vol?action="+a, "{}"); st != 409 || !strings.Contains(body, "detached") {
 			t.Errorf("%s on a detached volume = %d %s", a, st, body)
 		}
