@@ -471,11 +471,25 @@ func (r *replicator) fanout(typ dataconn.MsgType, p []byte, off int64, size uint
 }
 
 // fanoutOnce starts the request on every target, then waits for each,
-// recording the first error per target in errs.
+// recording the first error per target in errs. A write to an RW replica
+// this engine can write directly (dataconn.Client.WriteDirect) is done here
+// after the others were started, and goes to the replica when the direct
+// write declines.
 func (r *replicator) fanoutOnce(targets []*backend, errs []error, typ dataconn.MsgType, p []byte, off int64, size uint32) {
 	var ops [maxFanout]*dataconn.Op
+	var direct [maxFanout]bool
 	for i, b := range targets {
-		if errs[i] == nil {
+		if errs[i] != nil {
+			continue
+		}
+		if typ == dataconn.TypeWrite && b.getMode() == ModeRW && b.data.DirectCapable() {
+			direct[i] = true
+			continue
+		}
+		ops[i] = b.data.Start(typ, p, off, size)
+	}
+	for i, b := range targets {
+		if direct[i] && !b.data.WriteDirect(p, off) {
 			ops[i] = b.data.Start(typ, p, off, size)
 		}
 	}

@@ -32,13 +32,26 @@ import (
 //	0      8    Seq      (u64, even: the store's sequence number the view is valid at)
 //	8      8    Sectors  (u64, 4096-byte sectors of the index)
 //	16     4    Layers   (u32, 1..MaxViewLayers)
-//	20     4    reserved (0)
+//	20     4    Slot     (u32: 0 = no direct writes, else write slot Slot-1)
 //
 // and 2+Layers descriptors as SCM_RIGHTS: the sequence region (a u64 at
-// offset 0), the location index region (one byte per sector naming the layer
-// that holds it, 0 = zeroes, packed in little-endian u64 words), and the
-// layer files, oldest first. Both regions are sealed memfds. A replica that
-// cannot give one answers Error; the connection closes after the answer.
+// offset 0; the write slots, u64 counters, at WriteSlotOffset + 8*slot), the
+// location index region (one byte per sector naming the layer that holds
+// it, 0 = zeroes, packed in little-endian u64 words; after the
+// ceil(Sectors/8) words, one bit per 512 words (a page of the index) that
+// is set once anything in that page was set, in ceil(pages/64) u64 words),
+// and the layer files, oldest first, the head last. Both regions are sealed
+// memfds. A replica that cannot give one answers Error; the connection
+// closes after the answer. Without a slot the replica closes the connection
+// after the answer; with one it keeps it open, and the slot stays the
+// engine's until the engine closes it (after its last direct write with the
+// view; the kernel closes it when the engine dies).
+//
+// Direct writes (with a slot; the replica's side and why it is safe: engine/
+// replica view.go): add 1 to the slot, check the sequence number is the
+// view's, pwrite the head in 64 KiB-aligned pieces, set the sectors' index
+// bytes to the head's layer number (len(Layers)) and their page bits,
+// subtract 1. A write whose check fails goes to the replica as usual.
 //
 // Coherence is the replica's part (engine/replica view.go): the sequence
 // number moves whenever the store changes its layers, index or files in a
@@ -58,16 +71,30 @@ const (
 	viewRetry = time.Second
 	// maxViewSectors bounds Sectors (a 64 TiB volume).
 	maxViewSectors = 64 << 40 >> 12
+	// WriteSlotOffset and MaxWriteSlots place the write slots in the
+	// sequence region (the replica's values).
+	WriteSlotOffset = 64
+	MaxWriteSlots   = 32
+	// writeChunk is the most one pwrite of a direct write covers, at
+	// offsets aligned to it (the replica's writeChunk, for the same reason:
+	// the page cache's folio sizes).
+	writeChunk = 64 << 10
 )
 
 // ViewFiles is a read view as a Handler gives it (descriptors it owns;
-// the server closes them once sent).
+// the server closes them once sent). With Writable the view comes with
+// direct write slot WriteSlot (0..MaxWriteSlots-1); Release, when not nil,
+// is called once the engine closed the view's connection (or the view was
+// not sent).
 type ViewFiles struct {
-	Seq     uint64
-	Sectors int64
-	SeqFd   int
-	IndexFd int
-	Layers  []int
+	Seq       uint64
+	Sectors   int64
+	SeqFd     int
+	IndexFd   int
+	Layers    []int
+	Writable  bool
+	WriteSlot int
+	Release   func()
 }
 
 // ViewHandler is implemented by a Handler that offers direct reads.
@@ -81,6 +108,7 @@ type viewInfo struct {
 	seq     uint64
 	sectors int64
 	layers  int
+	slot    int // -1: no direct writes
 }
 
 // decodeView checks a ReadView answer's header, payload and descriptor count.
@@ -93,7 +121,11 @@ func decodeView(h Header, payload []byte, nfds int) (viewInfo, error) {
 	}
 	v := viewInfo{seq: binary.LittleEndian.Uint64(payload), layers: int(binary.LittleEndian.Uint32(payload[16:]))}
 	sectors := binary.LittleEndian.Uint64(payload[8:])
+	slot := binary.LittleEndian.Uint32(payload[20:])
+	v.slot = int(slot) - 1
 	switch {
+	case slot > MaxWriteSlots || (slot > 0 && v.layers > 255):
+		return viewInfo{}, fmt.Errorf("%w: ReadView write slot %d with %d layers, want 0..%d and at most 255 layers", ErrProtocol, slot, v.layers, MaxWriteSlots)
 	case v.seq%2 != 0:
 		return viewInfo{}, fmt.Errorf("%w: ReadView sequence %d is odd", ErrProtocol, v.seq)
 	case sectors == 0 || sectors > maxViewSectors:
@@ -122,6 +154,13 @@ func (c *serverConn) serveView(uc *net.UnixConn, h *Header) error {
 		c.respondErr(h, err)
 		return c.flush()
 	}
+	if v.Release != nil {
+		defer v.Release()
+	}
+	slot := uint32(0) // the wire's slot+1, 0 = none
+	if v.Writable && v.WriteSlot >= 0 && v.WriteSlot < MaxWriteSlots && len(v.Layers) <= 255 {
+		slot = uint32(v.WriteSlot) + 1
+	}
 	fds := append([]int{v.SeqFd, v.IndexFd}, v.Layers...)
 	defer func() {
 		for _, fd := range fds {
@@ -134,11 +173,18 @@ func (c *serverConn) serveView(uc *net.UnixConn, h *Header) error {
 	binary.LittleEndian.PutUint64(msg[HeaderSize:], v.Seq)
 	binary.LittleEndian.PutUint64(msg[HeaderSize+8:], uint64(v.Sectors))
 	binary.LittleEndian.PutUint32(msg[HeaderSize+16:], uint32(len(v.Layers)))
+	binary.LittleEndian.PutUint32(msg[HeaderSize+20:], slot)
 	n, _, err := uc.WriteMsgUnix(msg[:], unix.UnixRights(fds...), nil)
 	if err == nil && n < len(msg) {
 		_, err = uc.Write(msg[n:])
 	}
-	return err
+	if err != nil || slot == 0 {
+		return err
+	}
+	// The slot is the engine's while this connection is open (it sends
+	// nothing more; anything it sends is ignored).
+	_, _ = io.Copy(io.Discard, uc)
+	return nil
 }
 
 // errViewServed ends a connection that carried a ReadView.
@@ -156,6 +202,11 @@ type view struct {
 	words []atomic.Uint64
 	files []*os.File
 	stale atomic.Bool
+	// With a write slot (nil otherwise): the slot's counter, the index's
+	// page bits, and the view's connection, which holds the slot.
+	slot    *atomic.Int64
+	touched []atomic.Uint64
+	conn    net.Conn
 }
 
 // fetchView asks the replica at tcpAddr (its local socket) for a view and
@@ -166,7 +217,12 @@ func fetchView(ctx context.Context, tcpAddr string) (*view, error) {
 	if err != nil {
 		return nil, err
 	}
-	defer nc.Close()
+	keep := false
+	defer func() {
+		if !keep {
+			nc.Close()
+		}
+	}()
 	uc := nc.(*net.UnixConn)
 	if dl, ok := ctx.Deadline(); ok {
 		_ = uc.SetDeadline(dl)
@@ -187,6 +243,10 @@ func fetchView(ctx context.Context, tcpAddr string) (*view, error) {
 			unix.Close(fd)
 		}
 		return nil, err
+	}
+	if v.slot != nil {
+		_ = uc.SetDeadline(time.Time{})
+		v.conn, keep = uc, true
 	}
 	return v, nil
 }
@@ -231,19 +291,24 @@ func mapView(uc *net.UnixConn, msg []byte, n int, fds []int, rerr error) (*view,
 // newView maps the regions of fds (closing their descriptors) and keeps the
 // layer descriptors as files.
 func newView(info viewInfo, fds []int) (*view, error) {
-	seqR, err := shm.Map(fds[0], false)
+	writable := info.slot >= 0
+	seqR, err := shm.Map(fds[0], writable)
 	if err != nil {
 		return nil, fmt.Errorf("read view: sequence region: %w", err)
 	}
-	idxR, err := shm.Map(fds[1], false)
+	idxR, err := shm.Map(fds[1], writable)
 	if err != nil {
 		seqR.Close()
 		return nil, fmt.Errorf("read view: index region: %w", err)
 	}
 	words := (info.sectors + 7) / 8
-	seqMem, err1 := seqR.Slice(0, 8)
-	idxMem, err2 := idxR.Slice(0, uint32(min(words*8, shm.MaxMapSize)))
-	if err := errors.Join(err1, err2); err != nil || words*8 > shm.MaxMapSize {
+	tw := int64(0) // the page bits, used by direct writes only
+	if writable {
+		tw = ((words+511)/512 + 63) / 64
+	}
+	seqMem, err1 := seqR.Slice(0, WriteSlotOffset+8*MaxWriteSlots)
+	idxMem, err2 := idxR.Slice(0, uint32(min((words+tw)*8, shm.MaxMapSize)))
+	if err := errors.Join(err1, err2); err != nil || (words+tw)*8 > shm.MaxMapSize {
 		seqR.Close()
 		idxR.Close()
 		return nil, fmt.Errorf("read view: regions of %d and %d bytes for %d sectors", seqR.Size(), idxR.Size(), info.sectors)
@@ -258,9 +323,14 @@ func newView(info viewInfo, fds []int) (*view, error) {
 	}
 	unix.Close(fds[0])
 	unix.Close(fds[1])
+	all := unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(unsafe.SliceData(idxMem))), words+tw)
 	v := &view{info: info, seqR: seqR, idxR: idxR,
 		seq:   (*atomic.Uint64)(unsafe.Pointer(unsafe.SliceData(seqMem))),
-		words: unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(unsafe.SliceData(idxMem))), words)}
+		words: all[:words:words]}
+	if writable {
+		v.slot = (*atomic.Int64)(unsafe.Pointer(&seqMem[WriteSlotOffset+8*info.slot]))
+		v.touched = all[words:]
+	}
 	for _, fd := range fds[2:] {
 		v.files = append(v.files, os.NewFile(uintptr(fd), "replica-layer"))
 	}
@@ -289,6 +359,9 @@ func (v *view) release() {
 	}
 	v.seqR.Close()
 	v.idxR.Close()
+	if v.conn != nil {
+		v.conn.Close() // gives the write slot back; no write of ours is in progress
+	}
 }
 
 func (v *view) layer(s int64) uint8 {
@@ -348,6 +421,7 @@ type directState struct {
 	retryAt  atomic.Int64 // nanotime before which no fetch starts (after failures)
 	failures atomic.Int64 // failed fetches in a row
 	reads    atomic.Int64 // direct reads served (statistics, tests)
+	writes   atomic.Int64 // direct writes served (statistics, tests)
 }
 
 // ReadDirect reads len(p) bytes at off (both multiples of 4096) straight
@@ -356,7 +430,18 @@ type directState struct {
 // whether it did; otherwise, and when the view turned out stale, p's content
 // is undefined and the caller reads through the replica (ReadAt).
 func (c *Client) ReadDirect(p []byte, off int64) bool {
-	if !c.local || !c.opts.DirectRead || c.Err() != nil {
+	if c.withView(func(v *view) bool { return v.read(p, off) }) {
+		c.direct.reads.Add(1)
+		return true
+	}
+	return false
+}
+
+// withView runs do with the current view (held for the call) and reports
+// its result; false without a usable view. A view found stale is dropped
+// and a new one fetched in the background.
+func (c *Client) withView(do func(v *view) bool) bool {
+	if !c.DirectCapable() || c.Err() != nil {
 		return false
 	}
 	v := c.direct.cur.Load()
@@ -364,10 +449,9 @@ func (c *Client) ReadDirect(p []byte, off int64) bool {
 		c.refreshView()
 		return false
 	}
-	ok := v.read(p, off)
+	ok := do(v)
 	v.release()
 	if ok {
-		c.direct.reads.Add(1)
 		return true
 	}
 	if v.stale.Load() && c.direct.cur.CompareAndSwap(v, nil) {
@@ -376,6 +460,11 @@ func (c *Client) ReadDirect(p []byte, off int64) bool {
 	}
 	return false
 }
+
+// DirectCapable reports whether the client may read (and, with a view that
+// has a write slot, write) the replica's files itself: it reached the
+// replica over its local socket and the replica offers direct reads.
+func (c *Client) DirectCapable() bool { return c.local && c.opts.DirectRead }
 
 // DirectReads returns how many reads ReadDirect served.
 func (c *Client) DirectReads() int64 { return c.direct.reads.Load() }

@@ -86,7 +86,11 @@
 // shared lock per 64 MiB chunk (prune); purges are serialised, and Revert,
 // Reload, RemoveDiffDisk and Close wait for a running purge. Snapshot and
 // Expand may run during a purge; UnmapAt then leaves the two disks being
-// coalesced alone. Snapshot syncs the head before taking the lock and again
+// coalesced alone.
+// An engine on the same node may read the layer files and (without the
+// revision counter) write the head itself, through a ReadView (view.go):
+// such a write counts as one under the shared lock, and taking the lock
+// exclusively waits for it. Snapshot syncs the head before taking the lock and again
 // under it, so the I/O pause covers only data written in between.
 //
 // # Revision counter

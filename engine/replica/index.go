@@ -19,10 +19,10 @@ import (
 // set before the first store into that page: scans skip pages never written,
 // which are zero and, as untouched memory, also costly to fault in.
 //
-// The words live in a sealed shared memory region (package shm) when one can
-// be made (up to shm.MaxMapSize, a 4 TiB volume): the engine on the same node
-// maps it read-only for direct reads (see ReadView). Otherwise, and for the
-// touched bits, they are ordinary memory.
+// The words, followed by the touched bits, live in a sealed shared memory
+// region (package shm) when one can be made (up to shm.MaxMapSize, about a
+// 4 TiB volume): the engine on the same node maps it for direct reads and
+// writes (see ReadView). Otherwise they are ordinary memory.
 type locIndex struct {
 	words   []atomic.Uint64
 	touched []atomic.Uint64
@@ -41,16 +41,21 @@ const (
 func newLocIndex(sectors int64) *locIndex {
 	words := (sectors + perWord - 1) / perWord
 	pages := (words + pageWords - 1) / pageWords
-	x := &locIndex{touched: make([]atomic.Uint64, (pages+63)/64), sectors: sectors}
-	if n := words * 8; n > 0 && n <= shm.MaxMapSize {
+	tw := (pages + 63) / 64
+	x := &locIndex{sectors: sectors}
+	// The region holds the words, then the touched bits (so a direct
+	// writer, which maps it, marks pages touched as WriteAt does).
+	if n := (words + tw) * 8; words > 0 && n <= shm.MaxMapSize {
 		if r, err := shm.Create("longhorn-replica-index", int((n+4095)&^4095)); err == nil {
 			mem, _ := r.Slice(0, uint32(n))
-			x.words = unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(unsafe.SliceData(mem))), words)
+			all := unsafe.Slice((*atomic.Uint64)(unsafe.Pointer(unsafe.SliceData(mem))), words+tw)
+			x.words, x.touched = all[:words:words], all[words:]
 			x.region = r
 		}
 	}
 	if x.words == nil {
 		x.words = make([]atomic.Uint64, words)
+		x.touched = make([]atomic.Uint64, tw)
 	}
 	return x
 }

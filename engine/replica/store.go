@@ -86,6 +86,8 @@ type Store struct {
 	// seqRegion holds mu's sequence number in shared memory (nil when
 	// shared memory is unavailable: then no ReadView).
 	seqRegion *shm.Region
+	// slots hands out mu's direct write slots (view.go).
+	slots slotSet
 	// rmw is held shared by aligned writes and exclusively by the
 	// read-modify-write of an unaligned one (writeUnaligned).
 	rmw sync.RWMutex
@@ -175,8 +177,8 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	seq, seqRegion := newSeq()
-	s := &Store{dir: dir, opts: opts, st: st, mu: seqRWMutex{seq: seq}, seqRegion: seqRegion}
+	seq, slots, seqRegion := newSeq()
+	s := &Store{dir: dir, opts: opts, st: st, mu: seqRWMutex{seq: seq, slots: slots}, seqRegion: seqRegion}
 	if !opts.DisableRevisionCounter {
 		if s.rev, err = openRevisionCounter(dir); err != nil {
 			st.closeFiles()

@@ -60,7 +60,8 @@ func (h dataHandler) Flush() error {
 // direct reads disabled.
 var errNoDirectRead = errors.New("direct reads are disabled on this replica (resource limits)")
 
-// ReadView gives the current store's read view (dataconn.ViewHandler).
+// ReadView gives the current store's read view, with a direct write slot
+// when the store has one free (dataconn.ViewHandler).
 func (h dataHandler) ReadView() (dataconn.ViewFiles, error) {
 	if !h.s.directRead {
 		return dataconn.ViewFiles{}, errNoDirectRead
@@ -73,7 +74,8 @@ func (h dataHandler) ReadView() (dataconn.ViewFiles, error) {
 	if err != nil {
 		return dataconn.ViewFiles{}, err
 	}
-	return dataconn.ViewFiles{Seq: v.Seq, Sectors: v.Sectors, SeqFd: v.SeqFd, IndexFd: v.IndexFd, Layers: v.Layers}, nil
+	return dataconn.ViewFiles{Seq: v.Seq, Sectors: v.Sectors, SeqFd: v.SeqFd, IndexFd: v.IndexFd, Layers: v.Layers,
+		Writable: v.WriteSlot >= 0, WriteSlot: v.WriteSlot, Release: v.Release}, nil
 }
 
 func (h dataHandler) PingResponse() error {

@@ -18,6 +18,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/longhorn-go/longhorn/engine/dataconn"
+	"github.com/longhorn-go/longhorn/engine/replica"
 	"github.com/longhorn-go/longhorn/engine/rpc/enginerpc"
 	"github.com/longhorn-go/longhorn/internal/testutil"
 )
@@ -83,9 +84,28 @@ func stamp(block, version uint64) []byte {
 // a version no older than the last write completed before the read started
 // and no newer than the last one started: never stale, never another
 // block's data.
-func TestDirectReadsCoherent(t *testing.T) {
+func TestDirectReadsCoherent(t *testing.T) { raceDirect(t, false) }
+
+// TestDirectWritesCoherent is the same race with the writers writing the
+// replica's head directly where they can (a replica without the revision
+// counter gives its views a write slot), and afterwards the index rebuilt
+// from the files by a reopen must give every block its last write.
+func TestDirectWritesCoherent(t *testing.T) { raceDirect(t, true) }
+
+// engineWrite writes as the engine does: directly when it can, else
+// through the replica.
+func engineWrite(c *dataconn.Client, p []byte, off int64, direct bool) error {
+	if direct && c.WriteDirect(p, off) {
+		return nil
+	}
+	_, err := c.WriteAt(p, off)
+	return err
+}
+
+func raceDirect(t *testing.T, direct bool) {
 	const size0, blocks, writers, readers = 8 << 20, 512, 4, 3
-	pr, port := startProcess(t, t.TempDir(), size0)
+	dir := t.TempDir()
+	pr, port := startProcessWith(t, Config{Dir: dir, Size: size0, Options: replica.Options{DisableRevisionCounter: direct}})
 	c := dialDirect(t, pr, port)
 	var done, issued [blocks]atomic.Uint64
 	for b := uint64(0); b < blocks; b++ {
@@ -111,7 +131,7 @@ func TestDirectReadsCoherent(t *testing.T) {
 				}
 				b := uint64(rng.Intn(blocks/writers)*writers + w)
 				issued[b].Store(v)
-				if _, err := c.WriteAt(stamp(b, v), int64(b)*4096); err != nil {
+				if err := engineWrite(c, stamp(b, v), int64(b)*4096, direct); err != nil {
 					errc <- err
 					return
 				}
@@ -174,9 +194,44 @@ func TestDirectReadsCoherent(t *testing.T) {
 			t.Fatalf("block %d after the changes: not the last write", b)
 		}
 	}
-	t.Logf("direct reads during the race: %d", during)
+	t.Logf("direct reads during the race: %d, direct writes: %d", during, c.DirectWrites())
 	if during == 0 {
 		t.Fatal("no read was served directly during the race")
+	}
+	if direct {
+		checkDirectWrites(t, c, pr, dir, done[:])
+	}
+}
+
+// checkDirectWrites requires direct writes to have happened, and the store
+// reopened from its files (index rebuilt from their extents) to hold every
+// block's last write: what the direct writers put in the head is what the
+// replica itself would have.
+func checkDirectWrites(t *testing.T, c *dataconn.Client, pr *Process, dir string, done []atomic.Uint64) {
+	t.Helper()
+	if c.DirectWrites() == 0 {
+		t.Fatal("no write was served directly during the race")
+	}
+	c.Close() // gives the write slot back, or Close below would wait for it
+	st := pr.Server.Store()
+	opts := replica.Options{DisableRevisionCounter: true}
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
+	}
+	st, err := replica.Open(dir, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	p := make([]byte, 4096)
+	for b := range done {
+		if _, err := st.ReadAt(p, int64(b)*4096); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(p, stamp(uint64(b), done[b].Load())) {
+			t.Fatalf("block %d after reopen: (block %d, version %d), want version %d", b,
+				binary.LittleEndian.Uint64(p), binary.LittleEndian.Uint64(p[8:]), done[b].Load())
+		}
 	}
 }
 

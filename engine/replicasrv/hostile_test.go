@@ -26,8 +26,15 @@ import (
 // and opens the replica, as an engine would.
 func startProcess(t *testing.T, dir string, size int64) (*Process, int) {
 	t.Helper()
+	return startProcessWith(t, Config{Dir: dir, Size: size})
+}
+
+// startProcessWith is startProcess with cfg (Listen is set here).
+func startProcessWith(t *testing.T, cfg Config) (*Process, int) {
+	t.Helper()
 	port := testutil.FreePortRange(t, PortCount)
-	pr, err := Start(Config{Dir: dir, Size: size, Listen: "127.0.0.1:" + strconv.Itoa(port)}, quiet())
+	cfg.Listen = "127.0.0.1:" + strconv.Itoa(port)
+	pr, err := Start(cfg, quiet())
 	if err != nil {
 		t.Fatal(err)
 	}
