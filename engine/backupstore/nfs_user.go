@@ -161,7 +161,7 @@ func (d *userNFS) mapErr(p string, err error) error {
 	switch {
 	case err == nil:
 		return nil
-	case errors.Is(err, fs.ErrNotExist):
+	case errors.Is(err, fs.ErrNotExist) || isStale(err):
 		return fmt.Errorf("%w: %s", ErrNotFound, p)
 	case errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded):
 		return fmt.Errorf("%s: %w", p, err)
@@ -171,8 +171,33 @@ func (d *userNFS) mapErr(p string, err error) error {
 	return fmt.Errorf("%s: %w", p, err)
 }
 
+// isStale reports NFS3ERR_STALE: the file handle a lookup just returned
+// names a file removed (or renamed over) since, as a lock file of another
+// writer that finished (RFC 1813 section 2.6).
+func isStale(err error) bool {
+	var e *nfs.Error
+	return errors.As(err, &e) && e.ErrorNum == nfs.NFS3ErrStale
+}
+
+// staleRetries bounds the fresh lookups after NFS3ERR_STALE: a file renamed
+// over between the lookup and the call is found again by a new lookup; one
+// still stale after that is gone (mapErr: ErrNotFound).
+const staleRetries = 3
+
+// retryStale runs fn again while it fails with NFS3ERR_STALE, at most
+// staleRetries times.
+func retryStale[T any](fn func() (T, error)) func() (T, error) {
+	return func() (T, error) {
+		v, err := fn()
+		for i := 0; i < staleRetries && isStale(err); i++ {
+			v, err = fn()
+		}
+		return v, err
+	}
+}
+
 func (d *userNFS) Stat(ctx context.Context, p string) (FileInfo, error) {
-	fa, err := nfsCall(ctx, d, func() (*nfs.Fattr, error) { return d.target.Getattr(clean(p)) })
+	fa, err := nfsCall(ctx, d, retryStale(func() (*nfs.Fattr, error) { return d.target.Getattr(clean(p)) }))
 	if err != nil {
 		return FileInfo{}, d.mapErr(p, err)
 	}
@@ -183,13 +208,13 @@ func (d *userNFS) Stat(ctx context.Context, p string) (FileInfo, error) {
 }
 
 func (d *userNFS) Read(ctx context.Context, p string) (io.ReadCloser, error) {
-	data, err := nfsCall(ctx, d, func() ([]byte, error) {
+	data, err := nfsCall(ctx, d, retryStale(func() ([]byte, error) {
 		f, err := d.target.Open(clean(p))
 		if err != nil {
 			return nil, err
 		}
 		return io.ReadAll(f)
-	})
+	}))
 	if err != nil {
 		return nil, d.mapErr(p, err)
 	}
@@ -290,13 +315,13 @@ func (d *userNFS) rename(from, to string) error {
 }
 
 func (d *userNFS) List(ctx context.Context, dir string) ([]string, error) {
-	ents, err := nfsCall(ctx, d, func() ([]*nfs.EntryPlus, error) {
+	ents, err := nfsCall(ctx, d, retryStale(func() ([]*nfs.EntryPlus, error) {
 		if clean(dir) == "" {
 			return d.target.ReadDirPlus(".")
 		}
 		return d.target.ReadDirPlus(clean(dir))
-	})
-	if errors.Is(err, fs.ErrNotExist) {
+	}))
+	if errors.Is(err, fs.ErrNotExist) || isStale(err) {
 		return nil, nil
 	}
 	if err != nil {
@@ -319,7 +344,7 @@ func (d *userNFS) Remove(ctx context.Context, p string) error {
 		return fmt.Errorf("%w: refusing to remove the target root", ErrInvalid)
 	}
 	_, err := nfsCall(ctx, d, func() (struct{}, error) { return struct{}{}, d.removeAll(ctx, cp) })
-	if errors.Is(err, fs.ErrNotExist) {
+	if errors.Is(err, fs.ErrNotExist) || isStale(err) {
 		return nil
 	}
 	return d.mapErr(p, err)

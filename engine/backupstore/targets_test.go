@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"math/rand"
 	"os"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/willscott/go-nfs-client/nfs"
 
 	"github.com/longhorn-go/longhorn/testbed/backuptarget"
 )
@@ -191,5 +194,32 @@ func TestOpenDriverBadURL(t *testing.T) {
 		if _, err := OpenDriver(context.Background(), u, nil); !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), "URL") {
 			t.Errorf("%q: %v; want ErrInvalid naming the URL", u, err)
 		}
+	}
+}
+
+// A file handle gone stale between the lookup and the call (a lock file of a
+// writer that just finished) is looked up again, and counts as not found
+// when it stays stale.
+func TestNFSStaleHandle(t *testing.T) {
+	stale := &nfs.Error{ErrorNum: nfs.NFS3ErrStale, ErrorString: "NFS3ERR_STALE"}
+	calls := 0
+	_, err := retryStale(func() (int, error) { calls++; return 0, stale })()
+	if calls != 1+staleRetries || !isStale(err) {
+		t.Fatalf("always stale: %d calls, %v", calls, err)
+	}
+	calls = 0
+	v, err := retryStale(func() (int, error) {
+		calls++
+		if calls < 2 {
+			return 0, stale
+		}
+		return 7, nil
+	})()
+	if v != 7 || err != nil || calls != 2 {
+		t.Fatalf("stale once: %d %v after %d calls", v, err, calls)
+	}
+	d := &userNFS{t: nfsTarget{url: "nfs://h:/x"}}
+	if err := d.mapErr("locks/lock-1.lck", fmt.Errorf("open: %w", stale)); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("mapErr(stale) = %v, want ErrNotFound", err)
 	}
 }
