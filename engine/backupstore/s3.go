@@ -78,6 +78,32 @@ func s3Transport(cred Credential) (*http.Transport, error) {
 	return tr, nil
 }
 
+// s3BucketLookup decides how requests address the bucket, from the
+// credential's VIRTUAL_HOSTED_STYLE and AWS_ENDPOINTS, as Longhorn's
+// backupstore: "true" puts the bucket in the host name
+// (http://<bucket>.<endpoint>/<key>, virtual-hosted style), "false" in the
+// path (http://<endpoint>/<bucket>/<key>); unset, a custom endpoint gets
+// path style and AWS itself virtual-hosted style (minio-go's automatic
+// choice, which falls back to path style for bucket names AWS cannot put in
+// a TLS host name). Any other value is refused naming the key: Longhorn
+// would silently treat it as unset.
+func s3BucketLookup(cred Credential) (minio.BucketLookupType, error) {
+	switch v := cred[VirtualHostedStyle]; v {
+	case "true":
+		return minio.BucketLookupDNS, nil
+	case "false":
+		return minio.BucketLookupPath, nil
+	case "":
+		if strings.TrimSpace(cred[AWSEndPoint]) != "" {
+			return minio.BucketLookupPath, nil
+		}
+		return minio.BucketLookupAuto, nil
+	default:
+		return minio.BucketLookupPath, fmt.Errorf("%w: credential %s=%q: want \"true\" (virtual-hosted style) or \"false\" (path style)",
+			ErrInvalid, VirtualHostedStyle, v)
+	}
+}
+
 func openS3(ctx context.Context, u *url.URL, cred Credential) (Driver, error) {
 	bucket, region, prefix, err := parseS3URL(u)
 	if err != nil {
@@ -98,9 +124,9 @@ func openS3(ctx context.Context, u *url.URL, cred Credential) (Driver, error) {
 	if err != nil {
 		return nil, err
 	}
-	lookup := minio.BucketLookupPath
-	if strings.EqualFold(cred[VirtualHostedStyle], "true") {
-		lookup = minio.BucketLookupDNS
+	lookup, err := s3BucketLookup(cred)
+	if err != nil {
+		return nil, err
 	}
 	var creds *credentials.Credentials
 	if cred[AWSAccessKey] != "" {

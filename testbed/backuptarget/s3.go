@@ -83,6 +83,25 @@ func missing(t testing.TB, what, hint string) {
 // returns it; prefix is the key prefix of the target URL ("" for none).
 func StartS3(t testing.TB, prefix string) *S3 {
 	t.Helper()
+	return startS3Test(t, prefix, "")
+}
+
+// StartS3VirtualHost is StartS3 with versitygw's virtual-host bucket
+// addressing on (--virtual-domain domain): a request whose Host is
+// <bucket>.<domain>[:port] addresses that bucket, and path-style requests
+// keep working. Nothing resolves the domain: the test routes the requests
+// (e.g. through an HTTP proxy). The Credential stays path-style on
+// Endpoint.
+func StartS3VirtualHost(t testing.TB, prefix, domain string) *S3 {
+	t.Helper()
+	if domain == "" {
+		t.Fatal("StartS3VirtualHost: empty domain")
+	}
+	return startS3Test(t, prefix, domain)
+}
+
+func startS3Test(t testing.TB, prefix, domain string) *S3 {
+	t.Helper()
 	if testing.Short() {
 		t.Skip("-short: skipping test that needs an S3 server")
 	}
@@ -90,7 +109,7 @@ func StartS3(t testing.TB, prefix string) *S3 {
 	if bin == "" {
 		missing(t, "versitygw", "run make testbin-backup, or set LONGHORN_VERSITYGW")
 	}
-	s, err := StartS3Server(bin, t.TempDir(), prefix)
+	s, err := startS3Server(bin, t.TempDir(), prefix, "127.0.0.1", domain)
 	if err != nil {
 		t.Fatalf("start versitygw: %v", err)
 	}
@@ -111,6 +130,12 @@ func StartS3Server(bin, root, prefix string) (*S3, error) {
 // StartS3ServerOn is StartS3Server listening on host (an address of this
 // machine, e.g. a test cluster's bridge gateway, so that pods reach it).
 func StartS3ServerOn(bin, root, prefix, host string) (*S3, error) {
+	return startS3Server(bin, root, prefix, host, "")
+}
+
+// startS3Server starts versitygw on a free port of host; a non-empty
+// virtualDomain turns on virtual-host bucket addressing under that domain.
+func startS3Server(bin, root, prefix, host, virtualDomain string) (*S3, error) {
 	if err := os.MkdirAll(root, 0o755); err != nil {
 		return nil, err
 	}
@@ -122,7 +147,7 @@ func StartS3ServerOn(bin, root, prefix, host string) (*S3, error) {
 		}
 		port := l.Addr().(*net.TCPAddr).Port
 		l.Close()
-		s, err := startS3(bin, root, host, port)
+		s, err := startS3(bin, root, host, port, virtualDomain)
 		if err == nil {
 			s.URL = "s3://" + s3Bucket + "@us-east-1/"
 			if prefix != "" {
@@ -135,13 +160,16 @@ func StartS3ServerOn(bin, root, prefix, host string) (*S3, error) {
 	return nil, lastErr
 }
 
-func startS3(bin, root, host string, port int) (*S3, error) {
+func startS3(bin, root, host string, port int, virtualDomain string) (*S3, error) {
 	addr := net.JoinHostPort(host, strconv.Itoa(port))
 	s := &S3{Endpoint: "http://" + addr, Bucket: s3Bucket, AccessKey: s3Access,
 		SecretKey: s3Secret, Root: root, logs: &bytes.Buffer{}}
 	s.Credential = map[string]string{"AWS_ACCESS_KEY_ID": s3Access, "AWS_SECRET_ACCESS_KEY": s3Secret, "AWS_ENDPOINTS": s.Endpoint}
-	s.cmd = exec.Command(bin, "--access", s3Access, "--secret", s3Secret, "--region", "us-east-1",
-		"--port", addr, "--quiet", "posix", root)
+	args := []string{"--access", s3Access, "--secret", s3Secret, "--region", "us-east-1", "--port", addr, "--quiet"}
+	if virtualDomain != "" {
+		args = append(args, "--virtual-domain", virtualDomain)
+	}
+	s.cmd = exec.Command(bin, append(args, "posix", root)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.logs, s.logs
 	s.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := s.cmd.Start(); err != nil {
