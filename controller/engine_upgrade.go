@@ -2,12 +2,14 @@ package controller
 
 import (
 	"context"
+	"fmt"
 	"net"
 	"slices"
 	"strconv"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
 	"github.com/longhorn-go/longhorn/controller/lifecycle"
 	"github.com/longhorn-go/longhorn/engineapi"
@@ -18,6 +20,14 @@ import (
 // engineUpgradeTimeout bounds a new engine's start in a live upgrade, its
 // hand-over included (the engine bounds each call to the old engine by 60 s).
 const engineUpgradeTimeout = 3 * time.Minute
+
+// oldEngineGrace bounds how long the old engine of a failed live upgrade may
+// take to serve again once the new engine is gone (its own take-back after
+// the new engine died is about 3 s: a socket check and reopening the
+// replicas). Past it the old engine is deleted: it dropped the volume on
+// VolumeUpgradeDone, so the new engine died after taking over, and only a
+// restart brings the volume back (lifecycle.ActionDeleteOldEngine).
+const oldEngineGrace = 30 * time.Second
 
 // upgradePhase reads the engine's LiveUpgrade condition.
 func upgradePhase(e *longhorn.Engine) (lifecycle.EngineUpgradePhase, longhorn.Condition) {
@@ -109,6 +119,9 @@ func (c *EngineController) reconcileUpgrade(ctx context.Context, e *longhorn.Eng
 		Elapsed: c.now().Sub(parseTime(cond.LastTransitionTime)), Timeout: engineUpgradeTimeout}
 	if (phase == lifecycle.UpgradeAborting || phase == lifecycle.UpgradeCanceling) && site.procIM == nil {
 		obs.OldServing = c.oldEngineServing(ctx, e)
+		// setUpgradePhase writes the condition only when it changes, so its
+		// LastProbeTime is when this phase began.
+		obs.Waited, obs.OldGrace = c.now().Sub(parseTime(cond.LastProbeTime)), oldEngineGrace
 	}
 	step := lifecycle.NextEngineUpgrade(obs, cond.Message)
 	for _, a := range step.Actions {
@@ -164,7 +177,43 @@ func (c *EngineController) upgradeAction(ctx context.Context, e *longhorn.Engine
 		}
 	case lifecycle.ActionSwitch:
 		return c.switchEngine(ctx, e, site)
+	case lifecycle.ActionDeleteOldEngine:
+		return c.deleteOldEngine(ctx, e)
 	}
+	return nil
+}
+
+// deleteOldEngine deletes the process of the old engine of a failed live
+// upgrade that did not serve again within oldEngineGrace, with a
+// FailedEngineUpgrade event when it was still listed. The instance handler
+// then finds the engine lost, and the volume restarts it on the old image.
+func (c *EngineController) deleteOldEngine(ctx context.Context, e *longhorn.Engine) error {
+	if e.Status.InstanceManagerName == "" {
+		return nil
+	}
+	oldIM, err := c.ds.GetInstanceManagerRO(ctx, e.Status.InstanceManagerName)
+	switch {
+	case apierrors.IsNotFound(err):
+		return nil // no instance manager: nothing runs the old engine
+	case err != nil:
+		return err
+	case oldIM.Status.IP == "":
+		return fmt.Errorf("instance manager %s of the old engine %s has no IP", oldIM.Name, e.Name)
+	}
+	client, err := c.api.InstanceManager(ctx, imAddress(oldIM.Status.IP))
+	if err != nil {
+		return err
+	}
+	if _, err := client.InstanceDelete(ctx, e.Name, engineapi.InstanceTypeEngine, ""); err != nil {
+		if engineapi.IsNotFound(err) {
+			return nil
+		}
+		return err
+	}
+	c.recorder.Eventf(e, corev1.EventTypeWarning, "FailedEngineUpgrade",
+		"Old engine %s did not serve volume %s again within %v after the failed upgrade to %s (it had handed the volume over "+
+			"for good); deleting its process in %s so that the volume restarts on the old image", e.Name, e.Spec.VolumeName,
+		oldEngineGrace, e.Spec.Image, oldIM.Name)
 	return nil
 }
 

@@ -2,7 +2,9 @@ package controller
 
 import (
 	"slices"
+	"strings"
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -150,5 +152,50 @@ func TestEngineLiveUpgradeFailure(t *testing.T) {
 	f.mustSyncEngine()
 	if c := f.upgradeCond(); c.Reason != "" || c.Status == longhorn.ConditionStatusTrue {
 		t.Fatalf("after the rollback: %+v", c)
+	}
+}
+
+// A new engine that dies after VolumeUpgradeDone (the old engine dropped
+// the volume for good) leaves an old engine that never serves again: once
+// oldEngineGrace has passed since the abort began, the old engine's process
+// is deleted with a FailedEngineUpgrade event, the engine is lost (error),
+// and the failure is reported, so the volume rolls back and restarts the
+// engine on the old image.
+func TestEngineLiveUpgradeOldEngineDrained(t *testing.T) {
+	f := upgradingEngine(t)
+	newIM := f.api.im(imAddress("10.0.1.1"))
+	f.mustSyncEngine()
+	f.mustSyncEngine()
+	f.setIMEngine(nextIMName, longhorn.InstanceStateError, 10200, "--listen 10.0.1.1:10200: address already in use")
+	f.mustSyncEngine()
+	f.mustSyncEngine()
+	if !slices.Contains(newIM.deletes, "vol-e-0") {
+		t.Fatal("the failed new engine was not removed")
+	}
+	f.setIMEngine(nextIMName, "", 0, "")
+	f.api.setEngine("vol-e-0", &engineapi.Volume{Name: "vol", ReplicaCount: 0, FrontendState: "down"}, nil)
+	f.now = f.now.Add(oldEngineGrace - time.Second)
+	f.mustSyncEngine()
+	if c := f.upgradeCond(); c.Reason != string(lifecycle.UpgradeAborting) || slices.Contains(f.fakeIM().deletes, "vol-e-0") {
+		t.Fatalf("within the grace: %+v, old IM deletes %v", c, f.fakeIM().deletes)
+	}
+	f.now = f.now.Add(2 * time.Second)
+	f.mustSyncEngine()
+	if !slices.Contains(f.fakeIM().deletes, "vol-e-0") {
+		t.Fatal("the drained old engine was not deleted after the grace")
+	}
+	if !hasEvent(f.events(), "Warning FailedEngineUpgrade Old engine vol-e-0 did not serve") {
+		t.Fatalf("no event for the deleted old engine: %v", f.events())
+	}
+	f.setIMEngine(imName, "", 0, "")
+	f.mustSyncEngine()
+	e := f.engine("vol-e-0")
+	c := f.upgradeCond()
+	if c.Reason != string(lifecycle.UpgradeFailed) || c.Status != longhorn.ConditionStatusFalse ||
+		!strings.Contains(c.Message, "address already in use") {
+		t.Fatalf("after the old engine went: %+v", c)
+	}
+	if e.Status.CurrentState != longhorn.InstanceStateError || e.Status.CurrentImage == nextImage {
+		t.Fatalf("engine after the old process went: %s image %s", e.Status.CurrentState, e.Status.CurrentImage)
 	}
 }

@@ -147,3 +147,57 @@ func TestVolumeLiveUpgradeRollback(t *testing.T) {
 		t.Fatalf("volume %s/%s", v.Status.State, v.Status.Robustness)
 	}
 }
+
+// An upgrade whose old engine was deleted because it never served again
+// (the new engine died after VolumeUpgradeDone): the volume sees its engine
+// lost while the engine controller still holds the upgrade and detaches;
+// the failure reported then rolls back spec.image, the engine's spec.image
+// too although the volume is no longer attached, and removes the twins; the
+// volume attaches again with the engine on the old image and the old
+// replicas.
+func TestVolumeLiveUpgradeOldEngineLost(t *testing.T) {
+	f, old, _ := startLiveUpgrade(t)
+	e := f.engine("vol-e-0")
+	e.Status.Conditions = longhorn.SetCondition(e.Status.Conditions, longhorn.EngineConditionTypeLiveUpgrade, longhorn.ConditionStatusTrue,
+		string(lifecycle.UpgradeAborting), "the new engine exited", "2026-12-01T00:00:00Z")
+	e.Status.CurrentState, e.Status.IP, e.Status.Port, e.Status.Endpoint = longhorn.InstanceStateError, "", 0, ""
+	f.updateEngine(e)
+	f.syncVolume("vol")
+	if v := f.volume("vol"); v.Status.State != longhorn.VolumeStateDetaching || len(f.replicas("vol")) != 6 {
+		t.Fatalf("engine lost while aborting: volume %s, %d replicas", v.Status.State, len(f.replicas("vol")))
+	}
+	e = f.engine("vol-e-0")
+	e.Status.Conditions = longhorn.SetCondition(e.Status.Conditions, longhorn.EngineConditionTypeLiveUpgrade, longhorn.ConditionStatusFalse,
+		string(lifecycle.UpgradeFailed), "the new engine exited", "2026-12-01T00:00:31Z")
+	f.updateEngine(e)
+	f.syncVolume("vol")
+	v, e := f.volume("vol"), f.engine("vol-e-0")
+	if v.Spec.Image != "longhorn:test" || e.Spec.Image != "longhorn:test" || len(e.Spec.UpgradedReplicaAddressMap) != 0 {
+		t.Fatalf("after the failure while detaching: volume spec.image %s, engine spec.image %s upgraded map %v",
+			v.Spec.Image, e.Spec.Image, e.Spec.UpgradedReplicaAddressMap)
+	}
+	if left := dirsByName(f.replicas("vol")); !maps.Equal(left, old) {
+		t.Fatalf("replicas %v, want the old ones %v", left, old)
+	}
+	f.stopAll()
+	for range 3 {
+		f.syncVolume("vol")
+	}
+	f.runReplicas("vol")
+	f.syncVolume("vol")
+	e = f.engine("vol-e-0")
+	if e.Spec.DesireState != longhorn.InstanceStateRunning || e.Spec.Image != "longhorn:test" ||
+		!slices.Equal(slices.Sorted(maps.Keys(e.Spec.ReplicaAddressMap)), slices.Sorted(maps.Keys(old))) {
+		t.Fatalf("engine restarted with %s on %v (desire %s), want the old image on %v", e.Spec.Image, e.Spec.ReplicaAddressMap,
+			e.Spec.DesireState, old)
+	}
+	modes := map[string]longhorn.ReplicaMode{}
+	for n := range old {
+		modes[n] = longhorn.ReplicaModeRW
+	}
+	f.runEngine("vol-e-0", modes)
+	f.syncVolume("vol")
+	if v := f.volume("vol"); v.Status.State != longhorn.VolumeStateAttached || v.Status.CurrentImage != "longhorn:test" {
+		t.Fatalf("volume back: %s image %s", v.Status.State, v.Status.CurrentImage)
+	}
+}

@@ -71,9 +71,13 @@ func (s *volumeSnapshot) twins() []*longhorn.Replica {
 }
 
 // cancelLiveUpgrade takes a live upgrade back from the engine's spec and,
-// once the engine controller no longer holds it, removes the twins.
+// once the engine controller no longer holds it, removes the twins. The
+// engine's spec.image goes back while attached, and also when the volume
+// no longer asks for another image (a rollback found while detaching: the
+// engine was lost during the upgrade and must restart on the old image).
 func (s *volumeSnapshot) cancelLiveUpgrade(phase lifecycle.EngineUpgradePhase) {
-	if s.eng.Spec.Image != s.vol.Status.CurrentImage && s.vol.Status.State == longhorn.VolumeStateAttached {
+	if s.eng.Spec.Image != s.vol.Status.CurrentImage &&
+		(s.vol.Status.State == longhorn.VolumeStateAttached || s.vol.Spec.Image == s.vol.Status.CurrentImage) {
 		s.eng.Spec.Image = s.vol.Status.CurrentImage
 	}
 	if len(s.eng.Spec.UpgradedReplicaAddressMap) > 0 {

@@ -172,6 +172,13 @@ type EngineUpgradeObserved struct {
 	// Elapsed is the time since the phase became Upgrading; Timeout bounds
 	// the new engine's start (hand-over included).
 	Elapsed, Timeout time.Duration
+	// Waited is the time since the phase became Aborting or Canceling;
+	// OldGrace bounds how long the old engine may take to serve again once
+	// the new engine is gone (0: wait for ever). Past it the old engine is
+	// taken for one that will never serve again: a new engine that died
+	// after VolumeUpgradeDone leaves the old engine without the replicas it
+	// handed over.
+	Waited, OldGrace time.Duration
 }
 
 // EngineUpgradeAction is what the engine controller must do.
@@ -187,6 +194,11 @@ const (
 	// ActionSwitch deletes the old engine's process and points status at
 	// the new one (instance manager, address, currentImage).
 	ActionSwitch EngineUpgradeAction = "switch"
+	// ActionDeleteOldEngine deletes the old engine's process, which will not
+	// serve again: the engine is then lost (error), and the volume's
+	// dead-engine path (detach, attach again) restarts it with the old image
+	// on the old replicas.
+	ActionDeleteOldEngine EngineUpgradeAction = "delete-old-engine"
 )
 
 // EngineUpgradeStep is the outcome of NextEngineUpgrade; Message explains a
@@ -201,7 +213,11 @@ type EngineUpgradeStep struct {
 // engine is created only in a phase already recorded as Upgrading (so a
 // controller that restarts finds it), and the failure is reported only
 // after the new engine is gone and the old one serves again (the volume
-// controller then removes the new replicas). Transition table:
+// controller then removes the new replicas). An old engine that does not
+// serve again within OldGrace (it had dropped the volume on
+// VolumeUpgradeDone before the new engine died) is deleted: it no longer
+// runs, which counts as served, and the volume restarts its engine on the
+// old image and replicas. Transition table:
 //
 //	phase      observed                               -> phase      actions
 //	idle       want                                   -> upgrading
@@ -215,6 +231,7 @@ type EngineUpgradeStep struct {
 //	upgrading  process error/stopped/stopping         -> aborting
 //	aborting|  process listed                         -> same       delete-new-engine
 //	canceling  process absent, old engine not serving -> same       (its self-abort takes the volume back)
+//	           the same, Waited past OldGrace         -> same       delete-old-engine
 //	aborting   process absent, old engine serving     -> failed
 //	canceling  process absent, old engine serving     -> idle
 //	failed     want                                   -> failed     (the volume controller rolls back)
@@ -227,6 +244,8 @@ func NextEngineUpgrade(o EngineUpgradeObserved, message string) EngineUpgradeSte
 		switch {
 		case o.NewProcess != "":
 			return EngineUpgradeStep{Phase: o.Phase, Message: message, Actions: []EngineUpgradeAction{ActionDeleteNewEngine}}
+		case !o.OldServing && o.OldGrace > 0 && o.Waited > o.OldGrace:
+			return EngineUpgradeStep{Phase: o.Phase, Message: message, Actions: []EngineUpgradeAction{ActionDeleteOldEngine}}
 		case !o.OldServing:
 			return EngineUpgradeStep{Phase: o.Phase, Message: message}
 		case o.Phase == UpgradeAborting:
