@@ -7,7 +7,9 @@ import (
 
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 
+	"github.com/longhorn-go/longhorn/controller/lifecycle"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
+	"github.com/longhorn-go/longhorn/types"
 )
 
 // EngineImage is an engine image resource (Longhorn's api/model.go
@@ -52,18 +54,21 @@ func (s *Server) createEngineImage(context.Context, *http.Request, urls) (int, a
 	return 0, nil, notSupported("deploying another engine image (engine upgrade)")
 }
 
-// deleteEngineImage deletes an engine image that is neither the default nor
-// used by any engine or replica (Longhorn's rule), else 409.
+// deleteEngineImage deletes an engine image that is neither the default
+// (setting default-engine-image or the manager's own) nor used by any
+// volume, engine or replica (Longhorn's rule,
+// lifecycle.CheckEngineImageDelete), else 409.
 func (s *Server) deleteEngineImage(ctx context.Context, r *http.Request, _ urls) (int, any, error) {
 	ei, err := s.ds.GetEngineImageRO(ctx, r.PathValue("name"))
 	if err != nil {
 		return 0, nil, err
 	}
-	if ei.Spec.Image == s.opts.EngineImage {
-		return 0, nil, invalidState("engine image %s (%s) is the default engine image and cannot be deleted", ei.Name, ei.Spec.Image)
+	def, err := s.ds.GetSettingValue(ctx, types.SettingNameDefaultEngineImage)
+	if err != nil {
+		return 0, nil, err
 	}
-	if ei.Status.RefCount > 0 {
-		return 0, nil, invalidState("engine image %s is still used by %d engines and replicas", ei.Name, ei.Status.RefCount)
+	if err := lifecycle.CheckEngineImageDelete(ei.Spec.Image, ei.Status.RefCount, def, s.opts.EngineImage); err != nil {
+		return 0, nil, invalidState("engine image %s: %v", ei.Name, err)
 	}
 	if err := s.ds.DeleteEngineImage(ctx, ei.Name); err != nil && !apierrors.IsNotFound(err) {
 		return 0, nil, err

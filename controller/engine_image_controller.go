@@ -22,9 +22,11 @@ import (
 // This product ships the engine binary inside the instance-manager image,
 // so an engine image is deployed on a node when an instance manager runs
 // there (Longhorn deploys a DaemonSet per engine image instead); its
-// reference count is the engines and replicas that use it. An older image
-// (left by an upgrade) is deployed where instance managers of that image
-// still run and is incompatible outside this manager's CLI API range.
+// reference count is the volumes, engines and replicas that use it
+// (Longhorn's). An older image (left by an upgrade) is deployed where
+// instance managers of that image still run, is incompatible outside this
+// manager's CLI API range, and is deleted once nothing has used it for
+// expiredEngineImageTimeout (Longhorn's automatic clean-up).
 type EngineImageController struct {
 	*env
 	w *Worker
@@ -36,9 +38,9 @@ func newEngineImageController(e *env) (runner, error) {
 	if err := addHandler(e.ds.EngineImageInformer(), onChange(c.w.EnqueueObject)); err != nil {
 		return nil, err
 	}
-	// Node, instance manager, engine and replica changes touch the default
-	// image's deployment map and reference count.
-	all := onChange(func(any) { c.enqueueDefault() })
+	// Node, instance manager, engine, replica and volume changes touch the
+	// images' deployment maps and reference counts.
+	all := onChange(func(any) { c.enqueueAll() })
 	// Volume and setting changes may make a volume eligible for the
 	// automatic upgrade to it (autoUpgrade).
 	for _, inf := range []func() cache.SharedIndexInformer{e.ds.NodeInformer, e.ds.InstanceManagerInformer, e.ds.EngineInformer,
@@ -53,6 +55,19 @@ func newEngineImageController(e *env) (runner, error) {
 func (c *EngineImageController) enqueueDefault() {
 	if c.opts.EngineImage != "" {
 		c.w.Enqueue(c.key(types.EngineImageName(c.opts.EngineImage)))
+	}
+}
+
+// enqueueAll enqueues the default image and every EngineImage object (an
+// older image's reference count falls as its volumes move away).
+func (c *EngineImageController) enqueueAll() {
+	c.enqueueDefault()
+	eis, err := c.ds.ListEngineImagesRO(context.Background(), nil)
+	if err != nil {
+		return
+	}
+	for _, ei := range eis {
+		c.w.Enqueue(c.key(ei.Name))
 	}
 }
 
@@ -93,21 +108,62 @@ func (c *EngineImageController) syncEngineImage(ctx context.Context, key string)
 	if err := c.autoUpgrade(ctx, eiRO); err != nil {
 		return Done, fmt.Errorf("automatic engine upgrade: %w", err)
 	}
-	if reflect.DeepEqual(st, eiRO.Status) {
+	expired, wait := engineImageExpiry(st, obs.protected, c.now())
+	if expired {
+		LoggerFrom(ctx).WithField("engineImage", eiRO.Name).Infof("Deleting engine image %s (%s): unused since %s",
+			eiRO.Name, eiRO.Spec.Image, st.NoRefSince)
+		if err := c.ds.DeleteEngineImage(ctx, eiRO.Name); err != nil && !apierrors.IsNotFound(err) {
+			return Done, fmt.Errorf("delete expired engine image %s: %w", eiRO.Name, err)
+		}
 		return Done, nil
+	}
+	res := Done
+	if wait > 0 {
+		res = After(wait)
+	}
+	if reflect.DeepEqual(st, eiRO.Status) {
+		return res, nil
 	}
 	next := eiRO.DeepCopy()
 	next.Status = st
 	_, err = c.ds.UpdateEngineImageStatus(ctx, next)
-	return Done, err
+	return res, err
+}
+
+// expiredEngineImageTimeout is how long an engine image other than the
+// default may stay unused (refCount 0) before it is deleted (Longhorn's
+// ExpiredEngineImageTimeout, not a setting there either).
+const expiredEngineImageTimeout = 60 * time.Minute
+
+// engineImageExpiry decides Longhorn's automatic clean-up of an engine
+// image from its status: an image that is not protected (the default image:
+// this manager's own or setting default-engine-image) and whose refCount
+// has been 0 since noRefSince (RFC 3339) for expiredEngineImageTimeout or
+// longer is expired; otherwise wait is how long until it would be (0 when
+// it is in use, protected, or noRefSince is unset or unreadable).
+func engineImageExpiry(st longhorn.EngineImageStatus, protected bool, now time.Time) (expired bool, wait time.Duration) {
+	if protected || st.RefCount != 0 || st.NoRefSince == "" {
+		return false, 0
+	}
+	since, err := time.Parse(time.RFC3339, st.NoRefSince)
+	if err != nil {
+		return false, 0
+	}
+	if left := since.Add(expiredEngineImageTimeout).Sub(now); left > 0 {
+		return false, left
+	}
+	return true, 0
 }
 
 // engineImageObservation is what an engine image's status is computed from.
 type engineImageObservation struct {
 	nodes     []string        // Longhorn nodes that are not down
 	deployed  map[string]bool // node -> an instance manager of the image runs there
-	refCount  int             // engines and replicas using the image
+	refCount  int             // volumes, engines and replicas using the image
 	isDefault bool            // the manager's own --engine-image (this build's binary)
+	// protected: the default image (isDefault, or setting
+	// default-engine-image), never deleted automatically.
+	protected bool
 }
 
 func (c *EngineImageController) observeEngineImage(ctx context.Context, ei *longhorn.EngineImage) (engineImageObservation, error) {
@@ -133,26 +189,50 @@ func (c *EngineImageController) observeEngineImage(ctx context.Context, ei *long
 			obs.deployed[n.Name] = obs.deployed[n.Name] || (ofImage && im.Status.CurrentState == longhorn.InstanceManagerStateRunning)
 		}
 	}
-	engines, err := c.ds.ListEnginesRO(ctx, nil)
+	if obs.refCount, err = c.countImageUsers(ctx, ei.Spec.Image); err != nil {
+		return obs, err
+	}
+	def, err := c.ds.GetSettingValue(ctx, types.SettingNameDefaultEngineImage)
 	if err != nil {
 		return obs, err
 	}
+	obs.protected = obs.isDefault || ei.Spec.Image == def
+	sort.Strings(obs.nodes)
+	return obs, nil
+}
+
+// countImageUsers counts the volumes, engines and replicas whose
+// spec.image or status.currentImage is image (Longhorn's refCount).
+func (c *EngineImageController) countImageUsers(ctx context.Context, image string) (int, error) {
+	n := 0
+	vols, err := c.ds.ListVolumesRO(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	for _, v := range vols {
+		if v.Spec.Image == image || v.Status.CurrentImage == image {
+			n++
+		}
+	}
+	engines, err := c.ds.ListEnginesRO(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
 	for _, e := range engines {
-		if e.Spec.Image == ei.Spec.Image {
-			obs.refCount++
+		if e.Spec.Image == image || e.Status.CurrentImage == image {
+			n++
 		}
 	}
 	replicas, err := c.ds.ListReplicasRO(ctx, nil)
 	if err != nil {
-		return obs, err
+		return 0, err
 	}
 	for _, r := range replicas {
-		if r.Spec.Image == ei.Spec.Image {
-			obs.refCount++
+		if r.Spec.Image == image || r.Status.CurrentImage == image {
+			n++
 		}
 	}
-	sort.Strings(obs.nodes)
-	return obs, nil
+	return n, nil
 }
 
 // decideEngineImageStatus: deployed when an instance manager runs on every
@@ -207,6 +287,10 @@ func decideEngineImageStatus(ei *longhorn.EngineImage, obs engineImageObservatio
 		st.NoRefSince = ""
 	case st.NoRefSince == "":
 		st.NoRefSince = ts
+	default:
+		if _, err := time.Parse(time.RFC3339, st.NoRefSince); err != nil {
+			st.NoRefSince = ts // unreadable: the clean-up timeout starts now
+		}
 	}
 	return st
 }

@@ -150,3 +150,89 @@ func TestPickAutoUpgrades(t *testing.T) {
 		}
 	}
 }
+
+// TestEngineImageExpiry is Longhorn's automatic clean-up of an unused
+// engine image: expired once refCount has been 0 for 60 minutes, never for
+// the default image, an image in use or one without noRefSince; otherwise
+// the time left.
+func TestEngineImageExpiry(t *testing.T) {
+	now := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	ago := func(d time.Duration) string { return now.Add(-d).Format(time.RFC3339) }
+	cases := []struct {
+		name      string
+		st        longhorn.EngineImageStatus
+		protected bool
+		expired   bool
+		wait      time.Duration
+	}{
+		{"unused for 61 min", longhorn.EngineImageStatus{NoRefSince: ago(61 * time.Minute)}, false, true, 0},
+		{"unused for exactly 60 min", longhorn.EngineImageStatus{NoRefSince: ago(60 * time.Minute)}, false, true, 0},
+		{"unused for 20 min", longhorn.EngineImageStatus{NoRefSince: ago(20 * time.Minute)}, false, false, 40 * time.Minute},
+		{"default image unused for a day", longhorn.EngineImageStatus{NoRefSince: ago(24 * time.Hour)}, true, false, 0},
+		{"in use", longhorn.EngineImageStatus{RefCount: 2, NoRefSince: ago(2 * time.Hour)}, false, false, 0},
+		{"noRefSince unset", longhorn.EngineImageStatus{}, false, false, 0},
+		{"noRefSince unreadable", longhorn.EngineImageStatus{NoRefSince: "yesterday"}, false, false, 0},
+	}
+	for _, c := range cases {
+		expired, wait := engineImageExpiry(c.st, c.protected, now)
+		if expired != c.expired || wait != c.wait {
+			t.Errorf("%s: expired %v wait %v, want %v %v", c.name, expired, wait, c.expired, c.wait)
+		}
+	}
+	ei := &longhorn.EngineImage{Spec: longhorn.EngineImageSpec{Image: "longhorn:old"}, Status: longhorn.EngineImageStatus{NoRefSince: "yesterday"}}
+	obs := engineImageObservation{nodes: []string{"n1"}, deployed: map[string]bool{"n1": true}}
+	if st := decideEngineImageStatus(ei, obs, "n1", now); st.NoRefSince != now.Format(time.RFC3339) {
+		t.Errorf("unreadable noRefSince became %q, want now", st.NoRefSince)
+	}
+}
+
+// TestEngineImageCleanup: an older engine image that no volume, engine or
+// replica has used for 60 minutes is deleted; one still named by a volume's
+// status.currentImage stays, and so does the default image, however long
+// it has been unused; an image unused for less waits for the rest of the
+// hour.
+func TestEngineImageCleanup(t *testing.T) {
+	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
+	old := func(image string, since time.Duration) *longhorn.EngineImage {
+		return &longhorn.EngineImage{ObjectMeta: metav1.ObjectMeta{Name: types.EngineImageName(image), Namespace: testNS},
+			Spec: longhorn.EngineImageSpec{Image: image}, Status: longhorn.EngineImageStatus{OwnerID: "n1", NoRefSince: t0.Add(-since).Format(time.RFC3339)}}
+	}
+	used := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v", Namespace: testNS},
+		Spec: longhorn.VolumeSpec{Image: "longhorn:used"}, Status: longhorn.VolumeStatus{CurrentImage: "longhorn:used"}}
+	objs := append(readyNode("n1"), old("longhorn:gone", 61*time.Minute), old("longhorn:used", 2*time.Hour),
+		old("longhorn:recent", 10*time.Minute), old("longhorn:test", 3*time.Hour), used)
+	f := newFixture(t, objs...)
+	f.now = t0
+	c := fixtureController[*EngineImageController](f)
+	results := map[string]Result{}
+	for _, img := range []string{"longhorn:gone", "longhorn:used", "longhorn:recent", "longhorn:test"} {
+		res, err := c.syncEngineImage(f.ctx, testNS+"/"+types.EngineImageName(img))
+		if err != nil {
+			t.Fatalf("%s: %v", img, err)
+		}
+		results[img] = res
+	}
+	exists := func(img string) bool {
+		_, err := f.lh.LonghornV1beta2().EngineImages(testNS).Get(f.ctx, types.EngineImageName(img), metav1.GetOptions{})
+		return err == nil
+	}
+	if exists("longhorn:gone") {
+		t.Error("the image unused for 61 min is still there")
+	}
+	for _, img := range []string{"longhorn:used", "longhorn:recent", "longhorn:test"} {
+		if !exists(img) {
+			t.Errorf("%s was deleted", img)
+		}
+	}
+	if r := results["longhorn:recent"]; r.RequeueAfter != 50*time.Minute {
+		t.Errorf("image unused for 10 min: requeue after %v, want 50m", r.RequeueAfter)
+	}
+	got, err := f.lh.LonghornV1beta2().EngineImages(testNS).Get(f.ctx, types.EngineImageName("longhorn:used"), metav1.GetOptions{})
+	if err != nil || got.Status.RefCount != 1 || got.Status.NoRefSince != "" {
+		t.Errorf("image of the volume's currentImage: %v %+v", err, got.Status)
+	}
+	if got, err := f.lh.LonghornV1beta2().EngineImages(testNS).Get(f.ctx, types.EngineImageName("longhorn:test"), metav1.GetOptions{}); err != nil ||
+		got.Status.RefCount != 0 || got.Status.NoRefSince == "" {
+		t.Errorf("default image: %v %+v", err, got.Status)
+	}
+}

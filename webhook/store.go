@@ -61,12 +61,23 @@ func NewStore(ds *datastore.DataStore, engineImage string, opts ...Option) inter
 	VolumeStore
 	SettingStore
 	RecurringJobStore
+	EngineImageStore
 } {
 	s := dsStore{ds: ds, engineImage: engineImage}
 	for _, o := range opts {
 		o(&s)
 	}
 	return s
+}
+
+// DefaultEngineImages returns setting default-engine-image and the
+// manager's --engine-image.
+func (s dsStore) DefaultEngineImages(ctx context.Context) ([]string, error) {
+	img, err := s.ds.GetSettingValue(ctx, types.SettingNameDefaultEngineImage)
+	if err != nil {
+		return nil, err
+	}
+	return []string{img, s.engineImage}, nil
 }
 
 func (s dsStore) VolumeDefaults(engine longhorn.DataEngineType) (VolumeDefaults, error) {
@@ -192,5 +203,6 @@ func NewRegistryFor(ds *datastore.DataStore, engineImage string, opts ...Option)
 	Register(reg, ReplicaKind())
 	Register(reg, RecurringJobKind(st))
 	Register(reg, VolumeAttachmentKind())
+	Register(reg, EngineImageKind(st))
 	return reg
 }

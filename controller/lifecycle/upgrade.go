@@ -291,3 +291,19 @@ func stepUpgradeRunning(o EngineUpgradeObserved) EngineUpgradeStep {
 	}
 	return abort(msg)
 }
+
+// CheckEngineImageDelete returns why the EngineImage of image may not be
+// deleted, in Longhorn's wording (its engine image validator and REST
+// handler), or nil: the default engine image (any of defaults: setting
+// default-engine-image, the manager's own image) and an image whose
+// status.refCount (volumes, engines and replicas using it) is not 0 stay.
+func CheckEngineImageDelete(image string, refCount int, defaults ...string) error {
+	if image != "" && slices.Contains(defaults, image) {
+		return fmt.Errorf("unable to delete the default engine image %s", image)
+	}
+	if refCount != 0 {
+		return fmt.Errorf("unable to delete the engine image %s while being used and refCount is %d (volumes, engines and replicas "+
+			"using it; upgrade or delete them first)", image, refCount)
+	}
+	return nil
+}

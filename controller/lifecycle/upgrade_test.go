@@ -123,3 +123,25 @@ func TestNextEngineUpgrade(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckEngineImageDelete: the default image and an image in use stay.
+func TestCheckEngineImageDelete(t *testing.T) {
+	cases := []struct {
+		image    string
+		refCount int
+		defaults []string
+		want     string // "" = allowed
+	}{
+		{"lh:old", 0, []string{"lh:new", "lh:new"}, ""},
+		{"lh:new", 0, []string{"lh:new", ""}, "unable to delete the default engine image lh:new"},
+		{"lh:old", 0, []string{"lh:new", "lh:old"}, "unable to delete the default engine image lh:old"},
+		{"lh:old", 3, []string{"lh:new"}, "unable to delete the engine image lh:old while being used and refCount is 3"},
+		{"lh:old", 0, nil, ""},
+	}
+	for _, c := range cases {
+		err := CheckEngineImageDelete(c.image, c.refCount, c.defaults...)
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s refCount %d defaults %v: %v, want %q", c.image, c.refCount, c.defaults, err, c.want)
+		}
+	}
+}
