@@ -27,18 +27,8 @@ import (
 func (c *cluster) backupOf(t *testing.T, vol, snap, name string) *longhorn.Backup {
 	t.Helper()
 	t0 := time.Now()
-	_, err := c.lh.LonghornV1beta2().Snapshots(ns).Create(c.ctx, &longhorn.Snapshot{
-		ObjectMeta: metav1.ObjectMeta{Name: snap, Namespace: ns},
-		Spec:       longhorn.SnapshotSpec{Volume: vol, CreateSnapshot: true}}, metav1.CreateOptions{})
-	c.must(err)
-	c.eventually("snapshot "+snap+" ready", 60*time.Second, func() (bool, string) {
-		s, err := c.lh.LonghornV1beta2().Snapshots(ns).Get(c.ctx, snap, metav1.GetOptions{})
-		if err != nil {
-			return false, err.Error()
-		}
-		return s.Status.ReadyToUse, fmt.Sprintf("%+v", s.Status)
-	})
-	_, err = c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
+	c.takeSnapshot(vol, snap)
+	_, err := c.lh.LonghornV1beta2().Backups(ns).Create(c.ctx, &longhorn.Backup{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns, Labels: map[string]string{"longhorn.io/backup-volume": vol}},
 		Spec:       longhorn.BackupSpec{SnapshotName: snap}}, metav1.CreateOptions{})
 	c.must(err)
@@ -66,6 +56,23 @@ func (c *cluster) backupOf(t *testing.T, vol, snap, name string) *longhorn.Backu
 		name, vol, time.Since(start).Round(time.Millisecond), b.Status.NewlyUploadedDataSize, snapReady.Round(time.Millisecond),
 		inProgress.Round(time.Millisecond), progressed.Round(time.Millisecond), time.Since(start).Round(time.Millisecond))
 	return b
+}
+
+// takeSnapshot takes snapshot snap of the attached volume vol (a Snapshot
+// object) and waits until it is ready to use.
+func (c *cluster) takeSnapshot(vol, snap string) {
+	c.t.Helper()
+	_, err := c.lh.LonghornV1beta2().Snapshots(ns).Create(c.ctx, &longhorn.Snapshot{
+		ObjectMeta: metav1.ObjectMeta{Name: snap, Namespace: ns},
+		Spec:       longhorn.SnapshotSpec{Volume: vol, CreateSnapshot: true}}, metav1.CreateOptions{})
+	c.must(err)
+	c.eventually("snapshot "+snap+" ready", 60*time.Second, func() (bool, string) {
+		s, err := c.lh.LonghornV1beta2().Snapshots(ns).Get(c.ctx, snap, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		return s.Status.ReadyToUse, fmt.Sprintf("%+v", s.Status)
+	})
 }
 
 // waitRestored waits until volume vol restored its backup and detached
@@ -183,6 +190,7 @@ spec: {backupTargetURL: %q, credentialSecret: "", pollInterval: 3s}
 	t.Run("unreachable target", func(t *testing.T) { testUnreachableTarget(t, c, src, target) })
 	t.Run("deleting backups removes unreferenced blocks", func(t *testing.T) { testDeleteBackupBlocks(t, c, store, src) })
 	t.Run("target changed during a backup", func(t *testing.T) { testTargetChanged(t, c, src, target) })
+	t.Run("replica killed during a backup", func(t *testing.T) { testReplicaKilledDuringBackup(t, c, src, spec) })
 	for _, v := range []string{"bak-dr", "bak-restored", src} {
 		c.attach(v, "")
 	}
