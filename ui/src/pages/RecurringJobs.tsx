@@ -1,4 +1,4 @@
-// Recurring jobs: snapshot, backup and cleanup jobs on a cron schedule,
+// Recurring jobs: snapshot, backup, cleanup and filesystem-trim jobs on a cron schedule,
 // applied to volumes by group or by volume label.
 
 import { useState } from "react";
@@ -10,8 +10,15 @@ import { Table, type Column } from "../components/Table";
 import { useAction } from "../components/useAction";
 import { Field, Loading } from "../components/Widgets";
 
-// filesystem-trim and system-backup are left out: the webhook refuses them as not supported yet.
-export const TASKS = ["snapshot", "snapshot-force-create", "snapshot-cleanup", "snapshot-delete", "backup", "backup-force-create"];
+// system-backup is left out: the webhook refuses it as not supported yet.
+export const TASKS = ["snapshot", "snapshot-force-create", "snapshot-cleanup", "snapshot-delete", "backup", "backup-force-create", "filesystem-trim"];
+
+// keepsNothing: tasks that leave no snapshot or backup behind, whose retain
+// the webhook sets to 0 (Longhorn's mutation); the dialog sends 0 and greys
+// the field out.
+export function keepsNothing(task: string): boolean {
+  return task === "filesystem-trim";
+}
 
 export function RecurringJobsPage() {
   const jobs = useCollection("recurringjobs");
@@ -92,7 +99,7 @@ function JobDialog({ job, onClose }: { job: RecurringJob | null; onClose: () => 
       name,
       task,
       cron,
-      retain: Number(retain),
+      retain: keepsNothing(task) ? 0 : Number(retain),
       concurrency: Number(concurrency),
       groups: groups.split(/[,\s]+/).filter(Boolean),
       labels: job?.labels ?? {},
@@ -137,8 +144,8 @@ function JobDialog({ job, onClose }: { job: RecurringJob | null; onClose: () => 
       <Field label="Cron schedule" htmlFor="rj-cron" hint="Five fields: minute hour day-of-month month day-of-week.">
         <input id="rj-cron" value={cron} onChange={(e) => setCron(e.target.value)} />
       </Field>
-      <Field label="Retain" htmlFor="rj-retain" hint="How many snapshots or backups to keep.">
-        <input id="rj-retain" type="number" min={0} value={retain} onChange={(e) => setRetain(e.target.value)} />
+      <Field label="Retain" htmlFor="rj-retain" hint={keepsNothing(task) ? "A filesystem trim keeps nothing: retain is 0." : "How many snapshots or backups to keep."}>
+        <input id="rj-retain" type="number" min={0} value={keepsNothing(task) ? "0" : retain} disabled={keepsNothing(task)} onChange={(e) => setRetain(e.target.value)} />
       </Field>
       <Field label="Concurrency" htmlFor="rj-conc" hint="Volumes processed at once.">
         <input id="rj-conc" type="number" min={1} value={concurrency} onChange={(e) => setConcurrency(e.target.value)} />
