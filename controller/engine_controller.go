@@ -182,13 +182,13 @@ func (c *EngineController) reconcileObserved(ctx context.Context, key string, e 
 		Restore: e.Spec.RequestedBackupRestore != "", Clone: e.Spec.RequestedDataSource != ""})
 	obs := c.monitors.latest(e.Name)
 	applyObservation(e, obs)
-	if err := c.reconcileReplicas(ctx, e, obs); err != nil {
+	res, err := c.reconcileReplicas(ctx, e, obs)
+	if err != nil {
 		return Done, err
 	}
 	if err := c.reconcileExpansion(ctx, e, obs); err != nil {
 		return Done, err
 	}
-	res := Done
 	for _, step := range []func(context.Context, *longhorn.Engine, *engineObservation) (Result, error){c.reconcileRestore, c.reconcileClone} {
 		r, err := step(ctx, e, obs)
 		if err != nil {

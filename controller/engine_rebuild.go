@@ -45,15 +45,19 @@ func (c *EngineController) record(engine, replica string) *rebuildRecord {
 // and ERR replicas, are removed; spec replicas the engine lacks are rebuilt
 // (one lifecycle.NextRebuild step each), within
 // concurrent-replica-rebuild-per-node-limit.
-func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.Engine, obs *engineObservation) error {
+//
+// A spec replica left waiting (its process not running yet, or the limit
+// reached) gives WaitShort: what it waits for may change on objects that do
+// not enqueue this engine (another engine's rebuild ending).
+func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.Engine, obs *engineObservation) (Result, error) {
 	// While spec.upgradedReplicaAddressMap is set, the replica set is
 	// changing hands (live upgrade): nothing is added or removed.
 	if obs == nil || obs.Err != "" || e.DeletionTimestamp != nil || len(e.Spec.UpgradedReplicaAddressMap) > 0 {
-		return nil
+		return Done, nil
 	}
 	client, err := c.api.Engine(ctx, imAddressOfEngine(e), engineRef(e))
 	if err != nil {
-		return err
+		return Done, err
 	}
 	c.noteClientPath(e, client)
 	inEngine := map[string]engineapi.Replica{}
@@ -62,18 +66,23 @@ func (c *EngineController) reconcileReplicas(ctx context.Context, e *longhorn.En
 		addr, wanted := e.Spec.ReplicaAddressMap[n]
 		if !wanted || addr != strings.TrimPrefix(r.Address, "tcp://") || r.Mode == engineapi.ReplicaModeERR {
 			if err := client.ReplicaRemove(ctx, r.Address, r.InstanceName); err != nil && !engineapi.IsNotFound(err) {
-				return err
+				return Done, err
 			}
 			continue
 		}
 		inEngine[n] = r
 	}
+	res := Done
 	for name, addr := range e.Spec.ReplicaAddressMap {
-		if err := c.stepRebuild(ctx, e, client, name, addr, inEngine); err != nil {
-			return err
+		waiting, err := c.stepRebuild(ctx, e, client, name, addr, inEngine)
+		if err != nil {
+			return Done, err
+		}
+		if waiting {
+			res = WaitShort
 		}
 	}
-	return c.cleanupAfterRebuild(ctx, e, client, obs)
+	return res, c.cleanupAfterRebuild(ctx, e, client, obs)
 }
 
 // cleanupAfterRebuild removes the system snapshots a rebuild left behind
@@ -128,8 +137,10 @@ func (c *EngineController) takeCleanup(engine string, set bool) bool {
 	return was
 }
 
+// stepRebuild takes one lifecycle.NextRebuild step for spec replica name; it
+// reports whether the replica waits, outside the engine and not requested.
 func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, client engineapi.EngineClient,
-	name, addr string, inEngine map[string]engineapi.Replica) error {
+	name, addr string, inEngine map[string]engineapi.Replica) (bool, error) {
 	rec := c.record(e.Name, name)
 	r, listed := inEngine[name]
 	o := lifecycle.RebuildObserved{InEngine: listed, Mode: lifecycle.ReplicaMode(r.Mode), Timeout: rebuildRequestTimeout}
@@ -142,7 +153,8 @@ func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, 
 	if rep, err := c.ds.GetReplicaRO(ctx, name); err == nil {
 		o.ReplicaRunning = rep.Status.CurrentState == longhorn.InstanceStateRunning &&
 			rep.Spec.FailedAt == "" && replicaAddress(rep) == addr
-		if rec.state == lifecycle.RebuildIdle && !listed && o.ReplicaRunning {
+		idle := rec.state == lifecycle.RebuildIdle || rec.state == lifecycle.RebuildCompleted
+		if idle && !listed && o.ReplicaRunning {
 			o.Allowed = c.rebuildAllowed(ctx, rep.Spec.NodeID)
 		}
 	}
@@ -154,13 +166,13 @@ func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, 
 			rec.requestedAt = c.now()
 			if err := client.ReplicaAdd(ctx, c.replicaAddRequest(ctx, e, name, addr)); err != nil {
 				rec.state = lifecycle.RebuildIdle
-				return err
+				return false, err
 			}
 			c.recorder.Eventf(e, corev1.EventTypeNormal, "Rebuilding", "Start rebuilding replica %s with address %s", name, addr)
 		case lifecycle.ActionRebuildFailed:
 			c.recorder.Eventf(e, corev1.EventTypeWarning, "FailedRebuilding", "Failed rebuilding replica %s", name)
 			if err := client.ReplicaRemove(ctx, "tcp://"+addr, name); err != nil && !engineapi.IsNotFound(err) {
-				return err
+				return false, err
 			}
 		case lifecycle.ActionRebuildDone:
 			c.recorder.Eventf(e, corev1.EventTypeNormal, "Rebuilt", "Replica %s with address %s rebuilt", name, addr)
@@ -170,7 +182,7 @@ func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, 
 	if next == lifecycle.RebuildFailed {
 		rec.state, rec.requestedAt = lifecycle.RebuildIdle, time.Time{}
 	}
-	return nil
+	return next == lifecycle.RebuildIdle && !listed, nil
 }
 
 func (c *EngineController) replicaAddRequest(ctx context.Context, e *longhorn.Engine, name, addr string) engineapi.ReplicaAddRequest {

@@ -379,7 +379,7 @@ func TestSystemSnapshotsCleanedUpAfterRebuild(t *testing.T) {
 		if r2mode != "" {
 			obs.Replicas = append(obs.Replicas, engineapi.Replica{Address: "tcp://10.0.0.1:10010", InstanceName: "r-2", Mode: r2mode})
 		}
-		if err := ec.reconcileReplicas(f.ctx, f.engine("vol-e-0"), obs); err != nil {
+		if _, err := ec.reconcileReplicas(f.ctx, f.engine("vol-e-0"), obs); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -404,5 +404,59 @@ func TestSystemSnapshotsCleanedUpAfterRebuild(t *testing.T) {
 	}
 	if ev := f.events(); !hasEvent(ev, "Normal SystemSnapshotsCleanedUp Removing 2 system snapshot(s) of volume vol after rebuilding: sys-a, sys-b") {
 		t.Errorf("no cleanup event in %q", ev)
+	}
+}
+
+// A replica rebuilt once, then failed out of the engine and reused (running
+// again under the same name), is added back by the next reconcile, with no
+// other event needed (TestDrainPolicies: the reused replica waited for a
+// node heartbeat that no longer enqueues engines). While it is not running
+// yet the engine is looked at again after WaitShort.
+func TestReusedReplicaAddedAgain(t *testing.T) {
+	r2 := testReplica("r-2", longhorn.InstanceStateRunning)
+	r2.Status.CurrentState, r2.Status.StorageIP, r2.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10010
+	e := testEngine(map[string]string{"r-1": "10.0.0.1:10000", "r-2": "10.0.0.1:10010"})
+	e.Status.CurrentState, e.Status.IP, e.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10020
+	f := newFixture(t, append(readyNode("n1"), e, r2)...)
+	f.settle()
+	fe := f.api.setEngine("vol-e-0", &engineapi.Volume{Size: 1 << 30}, nil)
+	ec := fixtureController[*EngineController](f)
+	rw := engineapi.Replica{Address: "tcp://10.0.0.1:10000", InstanceName: "r-1", Mode: engineapi.ReplicaModeRW}
+	step := func(r2mode engineapi.ReplicaMode) Result {
+		t.Helper()
+		obs := &engineObservation{Replicas: []engineapi.Replica{rw}}
+		if r2mode != "" {
+			obs.Replicas = append(obs.Replicas, engineapi.Replica{Address: "tcp://10.0.0.1:10010", InstanceName: "r-2", Mode: r2mode})
+		}
+		res, err := ec.reconcileReplicas(f.ctx, f.engine("vol-e-0"), obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	step("")
+	step(engineapi.ReplicaModeRW) // rebuilt
+	if res := step(engineapi.ReplicaModeRW); res != Done || len(fe.added) != 1 {
+		t.Fatalf("steady: %+v, ReplicaAdd calls %v", res, fe.added)
+	}
+	// r-2 failed out of the engine and was reused: added back at once.
+	if res := step(""); len(fe.added) != 2 {
+		t.Fatalf("reused: %+v, ReplicaAdd calls %v", res, fe.added)
+	}
+	step(engineapi.ReplicaModeRW)
+	// again, its process still starting: wait, looked at again soon.
+	r := f.replica("r-2")
+	r.Status.CurrentState = longhorn.InstanceStateStarting
+	f.updateReplica(r)
+	f.settle()
+	if res := step(""); res != WaitShort || len(fe.added) != 2 {
+		t.Fatalf("process starting: %+v, ReplicaAdd calls %v", res, fe.added)
+	}
+	r = f.replica("r-2")
+	r.Status.CurrentState = longhorn.InstanceStateRunning
+	f.updateReplica(r)
+	f.settle()
+	if res := step(""); len(fe.added) != 3 || fe.added[2] != "tcp://10.0.0.1:10010" {
+		t.Fatalf("running again: %+v, ReplicaAdd calls %v", res, fe.added)
 	}
 }

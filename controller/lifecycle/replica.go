@@ -130,7 +130,8 @@ const (
 //	requested    no answer within Timeout                  -> failed       rebuild-failed
 //	in-progress  replica listed as WO                      -> in-progress
 //	in-progress  replica dropped from the engine           -> failed       rebuild-failed
-//	completed    replica leaves the engine                 -> idle
+//	completed    replica leaves the engine                 -> as idle (add-replica
+//	                                                          when running, allowed)
 //	failed       (terminal until the replica is replaced)  -> failed
 func NextRebuild(s RebuildState, o RebuildObserved) (RebuildState, []RebuildAction) {
 	switch s {
@@ -139,8 +140,10 @@ func NextRebuild(s RebuildState, o RebuildObserved) (RebuildState, []RebuildActi
 	case RebuildRequested, RebuildInProgress:
 		return stepRebuildActive(s, o)
 	case RebuildCompleted:
+		// A replica that left the engine (failed, then reused) is added
+		// again in the same step: nothing else may come to take it.
 		if !o.InEngine {
-			return RebuildIdle, nil
+			return stepRebuildIdle(o)
 		}
 		return RebuildCompleted, nil
 	}

@@ -62,7 +62,8 @@ func TestNextRebuild(t *testing.T) {
 		{"still WO", RebuildInProgress, with(func(o *RebuildObserved) { o.InEngine, o.Mode = true, ModeWO }), RebuildInProgress, nil},
 		{"dropped while rebuilding", RebuildInProgress, ready, RebuildFailed, []RebuildAction{ActionRebuildFailed}},
 		{"completed and still in", RebuildCompleted, with(func(o *RebuildObserved) { o.InEngine, o.Mode = true, ModeRW }), RebuildCompleted, nil},
-		{"completed and removed", RebuildCompleted, ready, RebuildIdle, nil},
+		{"completed, removed and running again", RebuildCompleted, ready, RebuildRequested, []RebuildAction{ActionAddReplica}},
+		{"completed and removed", RebuildCompleted, with(func(o *RebuildObserved) { o.ReplicaRunning = false }), RebuildIdle, nil},
 		{"failed is terminal", RebuildFailed, ready, RebuildFailed, nil},
 	}
 	for _, tc := range cases {
