@@ -15,8 +15,6 @@ test("a killed replica shows degraded, rebuilding, healthy without a reload", as
   const name = uniqueName("ui-rebuild");
   const created = await api.post("volumes", { data: { name, size: String(1 << 30), numberOfReplicas: 3, frontend: "nbd" } });
   expect(created.ok(), await created.text()).toBe(true);
-  const paced = await api.post(`volumes/${name}?action=updateReplicaRebuildingBandwidthLimit`, { data: { replicaRebuildingBandwidthLimit: 32 } });
-  expect(paced.ok(), await paced.text()).toBe(true);
   const limit = "concurrent-replica-rebuild-per-node-limit";
   const setLimit = async (value: string) => {
     const res = await api.put(`settings/${limit}`, { data: { value } });
@@ -25,6 +23,8 @@ test("a killed replica shows degraded, rebuilding, healthy without a reload", as
   const oldLimit = ((await (await api.get(`settings/${limit}`)).json()) as { value: string }).value;
   try {
     await expect.poll(async () => ((await (await api.get(`volumes/${name}`)).json()) as { state: string }).state, { timeout: 120_000 }).toBe("detached");
+    const paced = await api.post(`volumes/${name}?action=updateReplicaRebuildingBandwidthLimit`, { data: { replicaRebuildingBandwidthLimit: 32 } });
+    expect(paced.ok(), await paced.text()).toBe(true);
     const att = await api.post(`volumes/${name}?action=attach`, { data: { hostId: "node-1" } });
     expect(att.ok(), await att.text()).toBe(true);
 
