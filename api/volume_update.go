@@ -76,7 +76,7 @@ func init() {
 	num("updateRebuildConcurrentSyncLimit", "UpdateRebuildConcurrentSyncLimitInput", "rebuildConcurrentSyncLimit", 0, 5,
 		func(s *longhorn.VolumeSpec, n int64) { s.RebuildConcurrentSyncLimit = int(n) }, "")
 	num("updateReplicaRebuildingBandwidthLimit", "UpdateReplicaRebuildingBandwidthLimitInput", "replicaRebuildingBandwidthLimit",
-		0, 1<<31, func(s *longhorn.VolumeSpec, n int64) { s.ReplicaRebuildingBandwidthLimit = n }, "limiting the replica rebuilding bandwidth")
+		0, 1<<31, func(s *longhorn.VolumeSpec, n int64) { s.ReplicaRebuildingBandwidthLimit = n }, "")
 	num("updateUblkQueueDepth", "UpdateUblkQueueDepthInput", "ublkQueueDepth", 0, 0,
 		func(s *longhorn.VolumeSpec, n int64) { s.UblkQueueDepth = int(n) }, "the ublk frontend (v2 data engine)")
 	num("updateUblkNumberOfQueue", "UpdateUblkNumberOfQueueInput", "ublkNumberOfQueue", 0, 0,

@@ -147,7 +147,7 @@ func testFieldUpdates(t *testing.T, f *fixture) {
 		{"updateSnapshotDataIntegrity", map[string]any{"snapshotDataIntegrity": "disabled"}, func(s longhorn.VolumeSpec) bool { return s.SnapshotDataIntegrity == "disabled" }},
 		{"updateFreezeFilesystemForSnapshot", map[string]any{"freezeFilesystemForSnapshot": "disabled"}, func(s longhorn.VolumeSpec) bool { return s.FreezeFilesystemForSnapshot == "disabled" }},
 		{"updateOfflineReplicaRebuilding", map[string]any{"offlineRebuilding": "disabled"}, func(s longhorn.VolumeSpec) bool { return s.OfflineRebuilding == "disabled" }},
-		{"updateReplicaRebuildingBandwidthLimit", map[string]any{"replicaRebuildingBandwidthLimit": 0}, func(longhorn.VolumeSpec) bool { return true }},
+		{"updateReplicaRebuildingBandwidthLimit", map[string]any{"replicaRebuildingBandwidthLimit": 32}, func(s longhorn.VolumeSpec) bool { return s.ReplicaRebuildingBandwidthLimit == 32 }},
 	}
 	for _, s := range steps {
 		if _, err := f.cli.Action(v, s.action, s.body); err != nil {
