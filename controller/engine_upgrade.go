@@ -114,7 +114,8 @@ func (c *EngineController) reconcileUpgrade(ctx context.Context, e *longhorn.Eng
 	if err != nil {
 		return Done, err
 	}
-	obs := lifecycle.EngineUpgradeObserved{Phase: phase, Want: want, NewIM: site.newIM != nil,
+	requested := e.DeletionTimestamp == nil && len(e.Spec.UpgradedReplicaAddressMap) > 0 && e.Spec.Image != e.Status.CurrentImage
+	obs := lifecycle.EngineUpgradeObserved{Phase: phase, Want: want, Requested: requested, NewIM: site.newIM != nil,
 		NewProcess: lifecycle.InstanceState(site.proc.Status.State), NewError: site.proc.Status.ErrorMsg,
 		Elapsed: c.now().Sub(parseTime(cond.LastTransitionTime)), Timeout: engineUpgradeTimeout}
 	if (phase == lifecycle.UpgradeAborting || phase == lifecycle.UpgradeCanceling) && site.procIM == nil {

@@ -198,4 +198,16 @@ func TestEngineLiveUpgradeOldEngineDrained(t *testing.T) {
 	if e.Status.CurrentState != longhorn.InstanceStateError || e.Status.CurrentImage == nextImage {
 		t.Fatalf("engine after the old process went: %s image %s", e.Status.CurrentState, e.Status.CurrentImage)
 	}
+	// The failure stays reported, although the engine no longer runs, until
+	// the volume controller rolls the request back.
+	f.mustSyncEngine()
+	if c := f.upgradeCond(); c.Reason != string(lifecycle.UpgradeFailed) {
+		t.Fatalf("failure not kept for the rollback: %+v", c)
+	}
+	e.Spec.Image, e.Spec.UpgradedReplicaAddressMap = "longhorn:test", nil
+	f.updateEngine(e)
+	f.mustSyncEngine()
+	if c := f.upgradeCond(); c.Reason != "" || c.Status == longhorn.ConditionStatusTrue {
+		t.Fatalf("after the rollback: %+v", c)
+	}
 }

@@ -159,6 +159,12 @@ type EngineUpgradeObserved struct {
 	// another image (spec.image != status.currentImage) with
 	// spec.upgradedReplicaAddressMap set.
 	Want bool
+	// Requested: the engine's spec still asks for the upgrade
+	// (spec.upgradedReplicaAddressMap set, spec.image not the image it
+	// runs), whether or not the engine runs: a failure stays reported until
+	// the volume controller has rolled the request back, also when the
+	// engine was lost meanwhile.
+	Requested bool
 	// NewIM: the new image's instance manager runs on the engine's node.
 	NewIM bool
 	// NewProcess is the state of the engine's process in an instance
@@ -234,8 +240,8 @@ type EngineUpgradeStep struct {
 //	           the same, Waited past OldGrace         -> same       delete-old-engine
 //	aborting   process absent, old engine serving     -> failed
 //	canceling  process absent, old engine serving     -> idle
-//	failed     want                                   -> failed     (the volume controller rolls back)
-//	failed     no want                                -> idle       delete-new-engine if listed
+//	failed     requested                              -> failed     (the volume controller rolls back)
+//	failed     not requested                          -> idle       delete-new-engine if listed
 func NextEngineUpgrade(o EngineUpgradeObserved, message string) EngineUpgradeStep {
 	switch o.Phase {
 	case UpgradeRunning:
@@ -253,7 +259,7 @@ func NextEngineUpgrade(o EngineUpgradeObserved, message string) EngineUpgradeSte
 		}
 		return EngineUpgradeStep{Phase: UpgradeIdle}
 	case UpgradeFailed:
-		if o.Want {
+		if o.Requested || o.Want {
 			return EngineUpgradeStep{Phase: UpgradeFailed, Message: message}
 		}
 	}

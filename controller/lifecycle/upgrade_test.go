@@ -96,6 +96,7 @@ func TestNextEngineUpgrade(t *testing.T) {
 			Waited: time.Minute, OldGrace: 30 * time.Second}, UpgradeFailed, "", "m"},
 		{"canceling: old engine serves", EngineUpgradeObserved{Phase: UpgradeCanceling, OldServing: true}, UpgradeIdle, "", ""},
 		{"failed, still wanted", EngineUpgradeObserved{Phase: UpgradeFailed, Want: true}, UpgradeFailed, "", "m"},
+		{"failed, engine lost, still requested", EngineUpgradeObserved{Phase: UpgradeFailed, Requested: true}, UpgradeFailed, "", "m"},
 		{"failed, rolled back", EngineUpgradeObserved{Phase: UpgradeFailed}, UpgradeIdle, "", ""},
 	}
 	for _, tc := range cases {
