@@ -238,11 +238,15 @@ func TestMetricsDuringIO(t *testing.T) {
 		"--frontend", "nbd", "--nbd-listen", "unix:"+sock, "--replica", "tcp://127.0.0.1:"+strconv.Itoa(rport))
 	mc := &engineapi.MetricsClient{}
 	defer mc.Close()
+	// The engine serves gRPC before its frontend is up: wait for both.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		_, err := mc.EngineMetrics(ctx, eaddr)
 		cancel()
+		if err == nil {
+			_, err = os.Stat(sock)
+		}
 		if err == nil {
 			break
 		}
