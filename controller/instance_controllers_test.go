@@ -408,10 +408,11 @@ func TestSystemSnapshotsCleanedUpAfterRebuild(t *testing.T) {
 }
 
 // A replica rebuilt once, then failed out of the engine and reused (running
-// again under the same name), is added back by the next reconcile, with no
-// other event needed (TestDrainPolicies: the reused replica waited for a
-// node heartbeat that no longer enqueues engines). While it is not running
-// yet the engine is looked at again after WaitShort.
+// again under the same name), is added back with no other event needed
+// (TestDrainPolicies: the reused replica waited for a node heartbeat that no
+// longer enqueues engines): the step that sees it gone asks for WaitShort,
+// the next adds it. While it is not running yet the engine is looked at
+// again after WaitShort.
 func TestReusedReplicaAddedAgain(t *testing.T) {
 	r2 := testReplica("r-2", longhorn.InstanceStateRunning)
 	r2.Status.CurrentState, r2.Status.StorageIP, r2.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10010
@@ -439,9 +440,14 @@ func TestReusedReplicaAddedAgain(t *testing.T) {
 	if res := step(engineapi.ReplicaModeRW); res != Done || len(fe.added) != 1 {
 		t.Fatalf("steady: %+v, ReplicaAdd calls %v", res, fe.added)
 	}
-	// r-2 failed out of the engine and was reused: added back at once.
+	// r-2 failed out of the engine and was reused: not in the step that
+	// sees it gone (an ERR replica must first be marked failed), but the
+	// engine is looked at again soon and the next step adds it.
+	if res := step(""); res != WaitShort || len(fe.added) != 1 {
+		t.Fatalf("reused, first step: %+v, ReplicaAdd calls %v", res, fe.added)
+	}
 	if res := step(""); len(fe.added) != 2 {
-		t.Fatalf("reused: %+v, ReplicaAdd calls %v", res, fe.added)
+		t.Fatalf("reused, second step: %+v, ReplicaAdd calls %v", res, fe.added)
 	}
 	step(engineapi.ReplicaModeRW)
 	// again, its process still starting: wait, looked at again soon.

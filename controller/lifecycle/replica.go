@@ -130,8 +130,7 @@ const (
 //	requested    no answer within Timeout                  -> failed       rebuild-failed
 //	in-progress  replica listed as WO                      -> in-progress
 //	in-progress  replica dropped from the engine           -> failed       rebuild-failed
-//	completed    replica leaves the engine                 -> as idle (add-replica
-//	                                                          when running, allowed)
+//	completed    replica leaves the engine                 -> idle
 //	failed       (terminal until the replica is replaced)  -> failed
 func NextRebuild(s RebuildState, o RebuildObserved) (RebuildState, []RebuildAction) {
 	switch s {
@@ -140,10 +139,12 @@ func NextRebuild(s RebuildState, o RebuildObserved) (RebuildState, []RebuildActi
 	case RebuildRequested, RebuildInProgress:
 		return stepRebuildActive(s, o)
 	case RebuildCompleted:
-		// A replica that left the engine (failed, then reused) is added
-		// again in the same step: nothing else may come to take it.
+		// Not re-added in the same step: a replica the engine just removed
+		// as ERR must first be marked failed by the volume controller (the
+		// engine controller's requeue of a waiting replica brings the next
+		// step).
 		if !o.InEngine {
-			return stepRebuildIdle(o)
+			return RebuildIdle, nil
 		}
 		return RebuildCompleted, nil
 	}

@@ -62,8 +62,7 @@ func TestNextRebuild(t *testing.T) {
 		{"still WO", RebuildInProgress, with(func(o *RebuildObserved) { o.InEngine, o.Mode = true, ModeWO }), RebuildInProgress, nil},
 		{"dropped while rebuilding", RebuildInProgress, ready, RebuildFailed, []RebuildAction{ActionRebuildFailed}},
 		{"completed and still in", RebuildCompleted, with(func(o *RebuildObserved) { o.InEngine, o.Mode = true, ModeRW }), RebuildCompleted, nil},
-		{"completed, removed and running again", RebuildCompleted, ready, RebuildRequested, []RebuildAction{ActionAddReplica}},
-		{"completed and removed", RebuildCompleted, with(func(o *RebuildObserved) { o.ReplicaRunning = false }), RebuildIdle, nil},
+		{"completed and removed (added by the next step)", RebuildCompleted, ready, RebuildIdle, nil},
 		{"failed is terminal", RebuildFailed, ready, RebuildFailed, nil},
 	}
 	for _, tc := range cases {
