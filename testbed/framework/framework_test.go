@@ -2,6 +2,7 @@ package framework
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 
@@ -114,6 +115,10 @@ func TestFindInstanceManagerAndInstances(t *testing.T) {
 		{PID: 21, PPID: 12, Argv: []string{"/x/bin/longhorn", "engine", "replica", "/d", "--replica-instance-name", "v-r-2"}},
 		{PID: 22, PPID: 11, Argv: []string{"/x/bin/longhorn", "engine", "controller", "v", "--engine-instance-name=v-e-0"}},
 		{PID: 23, PPID: 99, Argv: []string{"/x/bin/longhorn", "engine", "replica", "/d", "--replica-instance-name", "v-r-1"}},
+	}
+	forked := append(slices.Clone(procs), proc{PID: 30, PPID: 11, Argv: procs[1].Argv})
+	if pid, err := findInstanceManager(forked, map[int]bool{11: true, 30: true}, ""); err != nil || pid != 11 {
+		t.Errorf("with a forked, not yet exec'd child: %d, %v; want 11", pid, err)
 	}
 	if pid, err := findInstanceManager(procs, nil, "10.99.0.2"); err != nil || pid != 12 {
 		t.Errorf("by pod IP: %d, %v; want 12", pid, err)

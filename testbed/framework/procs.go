@@ -94,6 +94,7 @@ func findInstanceManager(procs []proc, inCgroup map[int]bool, podIP string) (int
 			found = append(found, p.PID)
 		}
 	}
+	found = withoutForkedChildren(procs, found)
 	switch len(found) {
 	case 1:
 		return found[0], nil
@@ -158,4 +159,22 @@ func (c *Cluster) killInstance(ctx context.Context, node, kind, flag, name strin
 		return !procstat.Alive(pid), fmt.Sprintf("pid %d still alive", pid), nil
 	})
 	return pid, err
+}
+
+// withoutForkedChildren drops the pids whose parent is also in pids: a
+// child the instance manager has forked but not yet exec'd shows its
+// parent's argv for a moment (seen in e2e: "2 instance-manager processes
+// match" while replicas were being created).
+func withoutForkedChildren(procs []proc, pids []int) []int {
+	in := map[int]bool{}
+	for _, p := range pids {
+		in[p] = true
+	}
+	var out []int
+	for _, p := range procs {
+		if in[p.PID] && !in[p.PPID] {
+			out = append(out, p.PID)
+		}
+	}
+	return out
 }
