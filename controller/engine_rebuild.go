@@ -153,8 +153,7 @@ func (c *EngineController) stepRebuild(ctx context.Context, e *longhorn.Engine, 
 	if rep, err := c.ds.GetReplicaRO(ctx, name); err == nil {
 		o.ReplicaRunning = rep.Status.CurrentState == longhorn.InstanceStateRunning &&
 			rep.Spec.FailedAt == "" && replicaAddress(rep) == addr
-		idle := rec.state == lifecycle.RebuildIdle || rec.state == lifecycle.RebuildCompleted
-		if idle && !listed && o.ReplicaRunning {
+		if rec.state == lifecycle.RebuildIdle && !listed && o.ReplicaRunning {
 			o.Allowed = c.rebuildAllowed(ctx, rep.Spec.NodeID)
 		}
 	}

@@ -359,29 +359,38 @@ func TestReconcileInstanceByInstanceManagerState(t *testing.T) {
 // default), the system snapshots are marked removed and purged, once no
 // replica is rebuilding; user snapshots stay. A purge the engine refuses
 // is tried again.
-func TestSystemSnapshotsCleanedUpAfterRebuild(t *testing.T) {
+// rebuildFixture is an engine vol-e-0 running with r-1 (RW in every
+// observation) and r-2 (running, to be rebuilt); step runs one
+// reconcileReplicas with r-2 in mode m ("" = not in the engine).
+func rebuildFixture(t *testing.T) (f *fixture, fe *fakeEngine, step func(m engineapi.ReplicaMode) Result) {
 	r2 := testReplica("r-2", longhorn.InstanceStateRunning)
 	r2.Status.CurrentState, r2.Status.StorageIP, r2.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10010
 	e := testEngine(map[string]string{"r-1": "10.0.0.1:10000", "r-2": "10.0.0.1:10010"})
 	e.Status.CurrentState, e.Status.IP, e.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10020
-	f := newFixture(t, append(readyNode("n1"), e, r2)...)
+	f = newFixture(t, append(readyNode("n1"), e, r2)...)
 	f.settle()
-	fe := f.api.setEngine("vol-e-0", &engineapi.Volume{Size: 1 << 30}, nil)
+	fe = f.api.setEngine("vol-e-0", &engineapi.Volume{Size: 1 << 30}, nil)
+	ec := fixtureController[*EngineController](f)
+	rw := engineapi.Replica{Address: "tcp://10.0.0.1:10000", InstanceName: "r-1", Mode: engineapi.ReplicaModeRW}
+	return f, fe, func(m engineapi.ReplicaMode) Result {
+		t.Helper()
+		obs := &engineObservation{Replicas: []engineapi.Replica{rw}}
+		if m != "" {
+			obs.Replicas = append(obs.Replicas, engineapi.Replica{Address: "tcp://10.0.0.1:10010", InstanceName: "r-2", Mode: m})
+		}
+		res, err := ec.reconcileReplicas(f.ctx, f.engine("vol-e-0"), obs)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+}
+
+func TestSystemSnapshotsCleanedUpAfterRebuild(t *testing.T) {
+	f, fe, step := rebuildFixture(t)
 	fe.snaps = map[string]*engineapi.Snapshot{
 		"volume-head": {Name: "volume-head"}, "user-1": {Name: "user-1", UserCreated: true},
 		"sys-a": {Name: "sys-a"}, "sys-b": {Name: "sys-b"},
-	}
-	ec := fixtureController[*EngineController](f)
-	rw := engineapi.Replica{Address: "tcp://10.0.0.1:10000", InstanceName: "r-1", Mode: engineapi.ReplicaModeRW}
-	step := func(r2mode engineapi.ReplicaMode) {
-		t.Helper()
-		obs := &engineObservation{Replicas: []engineapi.Replica{rw}}
-		if r2mode != "" {
-			obs.Replicas = append(obs.Replicas, engineapi.Replica{Address: "tcp://10.0.0.1:10010", InstanceName: "r-2", Mode: r2mode})
-		}
-		if _, err := ec.reconcileReplicas(f.ctx, f.engine("vol-e-0"), obs); err != nil {
-			t.Fatal(err)
-		}
 	}
 	step("") // r-2 missing: rebuild requested
 	if len(fe.added) != 1 || fe.added[0] != "tcp://10.0.0.1:10010" {
@@ -414,27 +423,7 @@ func TestSystemSnapshotsCleanedUpAfterRebuild(t *testing.T) {
 // the next adds it. While it is not running yet the engine is looked at
 // again after WaitShort.
 func TestReusedReplicaAddedAgain(t *testing.T) {
-	r2 := testReplica("r-2", longhorn.InstanceStateRunning)
-	r2.Status.CurrentState, r2.Status.StorageIP, r2.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10010
-	e := testEngine(map[string]string{"r-1": "10.0.0.1:10000", "r-2": "10.0.0.1:10010"})
-	e.Status.CurrentState, e.Status.IP, e.Status.Port = longhorn.InstanceStateRunning, "10.0.0.1", 10020
-	f := newFixture(t, append(readyNode("n1"), e, r2)...)
-	f.settle()
-	fe := f.api.setEngine("vol-e-0", &engineapi.Volume{Size: 1 << 30}, nil)
-	ec := fixtureController[*EngineController](f)
-	rw := engineapi.Replica{Address: "tcp://10.0.0.1:10000", InstanceName: "r-1", Mode: engineapi.ReplicaModeRW}
-	step := func(r2mode engineapi.ReplicaMode) Result {
-		t.Helper()
-		obs := &engineObservation{Replicas: []engineapi.Replica{rw}}
-		if r2mode != "" {
-			obs.Replicas = append(obs.Replicas, engineapi.Replica{Address: "tcp://10.0.0.1:10010", InstanceName: "r-2", Mode: r2mode})
-		}
-		res, err := ec.reconcileReplicas(f.ctx, f.engine("vol-e-0"), obs)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return res
-	}
+	f, fe, step := rebuildFixture(t)
 	step("")
 	step(engineapi.ReplicaModeRW) // rebuilt
 	if res := step(engineapi.ReplicaModeRW); res != Done || len(fe.added) != 1 {
