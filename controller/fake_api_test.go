@@ -176,6 +176,7 @@ type fakeEngine struct {
 	snaps    map[string]*engineapi.Snapshot
 	added    []string // ReplicaAdd addresses
 	removed  []string // SnapshotRemove names
+	taken    []string // VolumeSnapshot names
 	purges   int
 	purgeErr error
 
@@ -219,6 +220,12 @@ func (e *fakeEngine) setCloneStatus(st map[string]*engineapi.CloneStatus) {
 func (e *fakeEngine) ReplicaAdd(_ context.Context, req engineapi.ReplicaAddRequest) error {
 	e.added = append(e.added, req.Address)
 	return nil
+}
+
+// VolumeSnapshot records the snapshot taken.
+func (e *fakeEngine) VolumeSnapshot(_ context.Context, name string, _ map[string]string) (string, error) {
+	e.taken = append(e.taken, name)
+	return name, nil
 }
 
 func (e *fakeEngine) SnapshotRemove(_ context.Context, names ...string) error {

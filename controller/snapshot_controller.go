@@ -128,7 +128,30 @@ func (c *SnapshotController) syncEngineSnapshots(ctx context.Context, name strin
 			return Done, err
 		}
 	}
+	if eRO.Status.CurrentState == longhorn.InstanceStateRunning {
+		for _, n := range snapshotsAwaitingEngine(objs) {
+			c.w.Enqueue(c.key(n))
+		}
+	}
 	return Done, nil
+}
+
+// snapshotsAwaitingEngine names the Snapshot objects that wait for a
+// running engine (to be taken or removed), sorted. The engine owner's
+// controller syncs them when the engine runs: their own sync on the
+// volume's owner node, which attached the volume for them, does not act on
+// an engine another node owns (the volume may have been attached elsewhere
+// for another ticket, e.g. a clone's), and nothing else would wake them.
+// Pure.
+func snapshotsAwaitingEngine(objs []*longhorn.Snapshot) []string {
+	var out []string
+	for _, o := range objs {
+		if snapshotNeedsEngine(o, true) {
+			out = append(out, o.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // dropSnapshotObject deletes an object whose snapshot is gone already.

@@ -2,6 +2,7 @@ package controller
 
 import (
 	"testing"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
@@ -122,6 +123,46 @@ func TestSnapshotOfDetachedVolumeAttaches(t *testing.T) {
 	}
 }
 
+// A Snapshot object to take on a detached volume whose volume got attached
+// on another node than its owner's (for another ticket, e.g. a clone's):
+// the engine owner's controller takes it once the engine runs. Before, the
+// volume owner's sync left it to the engine owner and nothing woke that
+// one (e2e TestPVCVolumeSnapshot: a vol:// clone waited for its source
+// snapshot for good).
+func TestSnapshotTakenByEngineOwner(t *testing.T) {
+	vol := &longhorn.Volume{ObjectMeta: metav1.ObjectMeta{Name: "v1", Namespace: testNS},
+		Status: longhorn.VolumeStatus{OwnerID: "n2", State: longhorn.VolumeStateAttached}}
+	eng := &longhorn.Engine{ObjectMeta: metav1.ObjectMeta{Name: "v1-e-0", Namespace: testNS},
+		Spec: longhorn.EngineSpec{InstanceSpec: longhorn.InstanceSpec{VolumeName: "v1", VolumeSize: 1 << 30}},
+		Status: longhorn.EngineStatus{InstanceStatus: longhorn.InstanceStatus{OwnerID: "n1", CurrentState: longhorn.InstanceStateRunning, IP: "10.0.0.1", Port: 1},
+			Snapshots: map[string]*longhorn.SnapshotInfo{"volume-head": {Name: "volume-head", Parent: "snapshot-1"},
+				"snapshot-1": {Name: "snapshot-1", Created: "2026-12-01T00:00:00Z", Size: "0"}}}}
+	pending := &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "snapshot-2", Namespace: testNS},
+		Spec: longhorn.SnapshotSpec{Volume: "v1", CreateSnapshot: true}}
+	taken := &longhorn.Snapshot{ObjectMeta: metav1.ObjectMeta{Name: "snapshot-1", Namespace: testNS},
+		Spec: longhorn.SnapshotSpec{Volume: "v1", CreateSnapshot: true}, Status: longhorn.SnapshotStatus{CreationTime: "2026-12-01T00:00:00Z"}}
+	f := newFixture(t, vol, eng, pending, taken)
+	fe := f.api.setEngine("v1-e-0", &engineapi.Volume{}, nil)
+	c := fixtureController[*SnapshotController](f)
+	drainQueue(c.w) // what the informers queued at start
+	if _, err := c.sync(f.ctx, engineKeyPrefix+testNS+"/v1-e-0"); err != nil {
+		t.Fatal(err)
+	}
+	queued := drainQueue(c.w)
+	if len(queued) != 1 || queued[0] != testNS+"/snapshot-2" {
+		t.Fatalf("queued after the engine sync: %v, want only %s/snapshot-2", queued, testNS)
+	}
+	if _, err := c.sync(f.ctx, queued[0]); err != nil {
+		t.Fatal(err)
+	}
+	if len(fe.taken) != 1 || fe.taken[0] != "snapshot-2" {
+		t.Fatalf("snapshots taken: %v, want [snapshot-2]", fe.taken)
+	}
+	if got := snapshotsAwaitingEngine([]*longhorn.Snapshot{pending, taken}); len(got) != 1 || got[0] != "snapshot-2" {
+		t.Fatalf("snapshotsAwaitingEngine: %v", got)
+	}
+}
+
 func TestSnapshotNeedsEngine(t *testing.T) {
 	now := metav1.Now()
 	pending := &longhorn.Snapshot{Spec: longhorn.SnapshotSpec{CreateSnapshot: true}}
@@ -137,4 +178,21 @@ func TestSnapshotNeedsEngine(t *testing.T) {
 			t.Errorf("snapshotNeedsEngine(%+v, %v) = %v", c.s, c.hasEngine, got)
 		}
 	}
+}
+
+// drainQueue takes every key off the worker's queue until it stayed empty
+// for 200 ms (informer events arrive late) and returns them in order.
+func drainQueue(w *Worker) []string {
+	var keys []string
+	for quiet := time.Now(); time.Since(quiet) < 200*time.Millisecond; {
+		if w.Len() == 0 {
+			time.Sleep(10 * time.Millisecond)
+			continue
+		}
+		k, _ := w.queue.Get()
+		w.queue.Done(k)
+		keys = append(keys, k)
+		quiet = time.Now()
+	}
+	return keys
 }
