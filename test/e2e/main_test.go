@@ -125,6 +125,7 @@ func run(m *testing.M) int {
 	suite = &c
 	code := m.Run()
 	if code != 0 {
+		savePodLogs(&c)
 		dumpLogs(&c)
 	}
 	if !teardown(c) && code == 0 {

@@ -106,13 +106,43 @@ func applyBaseSettings(ctx context.Context, c *cluster.Config) error {
 	return nil
 }
 
+// savePodLogs writes, after a failed run and before the cluster goes, the
+// logs of every pod in the Longhorn namespace to <state>/logs/pods/<pod>.log
+// and the Longhorn objects (YAML) to <state>/logs/pods/longhorn-objects.yaml:
+// the control plane's logs outlive the cluster, the pods' would not.
+func savePodLogs(c *cluster.Config) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := filepath.Join(c.StateDir, "logs", "pods")
+	_ = os.RemoveAll(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: pod logs:", err)
+		return
+	}
+	out, err := c.Kubectl(ctx, "get", "pods", "-n", lhNamespace, "-o", "name").Output()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "e2e: pod logs: list pods:", err)
+		return
+	}
+	for _, p := range strings.Fields(string(out)) {
+		logs, _ := c.Kubectl(ctx, "logs", "-n", lhNamespace, p, "--all-containers", "--timestamps").CombinedOutput()
+		_ = os.WriteFile(filepath.Join(dir, strings.TrimPrefix(p, "pod/")+".log"), logs, 0o644)
+	}
+	objs, _ := c.Kubectl(ctx, "get", "-n", lhNamespace, "-o", "yaml",
+		"volumes.longhorn.io,engines.longhorn.io,replicas.longhorn.io,volumeattachments.longhorn.io,snapshots.longhorn.io,nodes.longhorn.io").CombinedOutput()
+	_ = os.WriteFile(filepath.Join(dir, "longhorn-objects.yaml"), objs, 0o644)
+	logf("pod logs and Longhorn objects saved in %s", dir)
+}
+
 // dumpLogs prints the last lines of every log file of the cluster (control
-// plane, node agents, pods) to stderr.
+// plane, node agents, the managers' pods) to stderr.
 func dumpLogs(c *cluster.Config) {
 	dir := filepath.Join(c.StateDir, "logs")
 	var files []string
 	_ = filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
-		if err == nil && !info.IsDir() {
+		// Of the pods' logs (savePodLogs) only the managers' are printed.
+		pod := filepath.Base(filepath.Dir(p)) == "pods" && !strings.HasPrefix(filepath.Base(p), "longhorn-manager-")
+		if err == nil && !info.IsDir() && !pod {
 			files = append(files, p)
 		}
 		return nil
