@@ -20,7 +20,7 @@ import (
 type cpOptions struct {
 	volumes, attach, replicas, parallel, attachParallel int
 	size                                                int64
-	rest, settle                                        time.Duration
+	rest, restEmpty, settle                             time.Duration
 	altImage                                            string // A/B: the managers' other image archive
 	abExtra                                             int    // A/B: volumes created and deleted by each arm
 	cluster                                             clusterOptions
@@ -114,11 +114,12 @@ func runPhases(ctx context.Context, f *framework.Cluster, c *cluster.Config, o c
 	if err != nil {
 		return err
 	}
-	rest := func(label string) error {
-		w, err := measure(ctx, f, label, o.rest, nil)
+	restFor := func(label string, d time.Duration) error {
+		w, err := measure(ctx, f, label, d, nil)
 		r.Windows = append(r.Windows, w)
 		return err
 	}
+	rest := func(label string) error { return restFor(label, o.rest) }
 	phase := func(label string, fn func() Latency) {
 		var l Latency
 		w, _ := measure(ctx, f, label, 0, func() error { l = fn(); return nil })
@@ -129,8 +130,10 @@ func runPhases(ctx context.Context, f *framework.Cluster, c *cluster.Config, o c
 	for i := range names {
 		names[i] = fmt.Sprintf("scale-%03d", i)
 	}
-	if err := rest("after ready, 0 volumes"); err != nil {
-		return err
+	if o.restEmpty > 0 {
+		if err := restFor("after ready, 0 volumes", o.restEmpty); err != nil {
+			return err
+		}
 	}
 	var sched Latency
 	phase("create", func() Latency {

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"strings"
 	"testing"
+	"time"
 
 	"github.com/longhorn-go/longhorn/internal/procstat"
 )
@@ -75,5 +77,52 @@ func TestPortsDistinct(t *testing.T) {
 			}
 			seen[p] = true
 		}
+	}
+}
+
+func TestWallVerdict(t *testing.T) {
+	all := []PartTime{{Part: "1", Secs: 150}, {Part: "2", Secs: 160}, {Part: "3", Secs: 700}}
+	if got := wallVerdict(all, 19*time.Minute+59*time.Second); got != "met" {
+		t.Errorf("19m59s: %q, want met", got)
+	}
+	if got := wallVerdict(all, 20*time.Minute); got != "MISSED" {
+		t.Errorf("20m: %q, want MISSED", got)
+	}
+	if got := wallVerdict(all[:2], time.Minute); !strings.Contains(got, "part 3 did not run") {
+		t.Errorf("parts 1,2: %q, want part 3 named", got)
+	}
+	failed := append([]PartTime{}, all...)
+	failed[1].Failed = true
+	if got := wallVerdict(failed, time.Minute); !strings.Contains(got, "part 2 failed") {
+		t.Errorf("part 2 failed: %q", got)
+	}
+	if !cpFailed(CPRun{Failover: Failover{Owned: 3, Moved: 2}}) || cpFailed(CPRun{Failover: Failover{Owned: 3, Moved: 3}}) {
+		t.Error("cpFailed: a volume left without a new owner is a failure, none is not")
+	}
+	if !cpFailed(CPRun{Phases: []Latency{{Failed: 1}}}) || !rebuildFailed([]RebuildRun{{}, {Err: "x"}}) || costFailed([]CostRun{{}}) {
+		t.Error("failed phase / rebuild error / clean cost run")
+	}
+	var b strings.Builder
+	printWall(&b, all, 1010*time.Second)
+	for _, want := range []string{"part 1: 2m30s", "part 3: 11m40s", "total (parts 1,2,3): 16m50s", "< 20m00s: met"} {
+		if !strings.Contains(b.String(), want) {
+			t.Errorf("printWall output lacks %q:\n%s", want, b.String())
+		}
+	}
+}
+
+func TestPickVariants(t *testing.T) {
+	vs, err := pickVariants("")
+	if err != nil || len(vs) != 1 || vs[0].Name != imVariant {
+		t.Fatalf("default = %+v, %v; want only %s", vs, err, imVariant)
+	}
+	if vs, err = pickVariants("all"); err != nil || len(vs) != len(variants) {
+		t.Fatalf("all = %+v, %v", vs, err)
+	}
+	if vs, err = pickVariants("direct,no-trim"); err != nil || len(vs) != 2 || vs[1].Env == nil {
+		t.Fatalf("direct,no-trim = %+v, %v", vs, err)
+	}
+	if _, err = pickVariants("gogc50"); err == nil || !strings.Contains(err.Error(), "gogc50") {
+		t.Fatalf("unknown variant: %v", err)
 	}
 }

@@ -28,8 +28,9 @@ import (
 // volume's processes during each rebuild is reported with it (on a shared
 // machine the most stable measure of the rebuild's cost). The physical limit is fio's sequential
 // write of D bytes, direct=1, to a file in the same directory. Each size
-// runs unlimited, then with the rebuild bandwidth limit -rebuild-limit
-// (add-replica --replica-rebuilding-bandwidth-limit), in the same run.
+// runs unlimited; on request (A/B, in the same run) again with the rebuild
+// bandwidth limit -rebuild-limit (add-replica
+// --replica-rebuilding-bandwidth-limit) and with a second binary.
 
 // rebuildOptions are part 2's knobs.
 type rebuildOptions struct {
