@@ -84,7 +84,9 @@ func (e *env) engineOfVolume(ctx context.Context, volume string) (*longhorn.Engi
 }
 
 // syncEngineSnapshots creates and refreshes the objects of the snapshots an
-// engine lists and deletes the objects of snapshots it no longer lists.
+// engine lists and deletes the objects of snapshots it no longer lists; for a
+// running engine it also queues the objects that wait for it
+// (snapshotsAwaitingEngine).
 func (c *SnapshotController) syncEngineSnapshots(ctx context.Context, name string) (Result, error) {
 	eRO, err := c.ds.GetEngineRO(ctx, name)
 	if apierrors.IsNotFound(err) {
