@@ -168,7 +168,7 @@ func runPart(ctx context.Context, e *env, o options, p string, rep *Report) (Par
 	switch p {
 	case "1":
 		rep.Cost = runCost(ctx, e, o.cost, os.Stdout)
-		pt.Note = fmt.Sprintf("volumes %s, variants %s", o.counts, variantNames(o.cost.variants))
+		pt.Note = fmt.Sprintf("volumes %s, variants %s", o.counts, joinNames(o.cost.variants, func(v variant) string { return v.Name }))
 		pt.Failed = costFailed(rep.Cost)
 	case "2":
 		rep.Rebuild = runRebuild(ctx, e, o.rebuild, os.Stdout)
@@ -197,13 +197,4 @@ func intList(s string) ([]int, error) {
 		out = append(out, n)
 	}
 	return out, nil
-}
-
-// variantNames is "a,b" of vs.
-func variantNames(vs []variant) string {
-	ns := make([]string, len(vs))
-	for i, v := range vs {
-		ns[i] = v.Name
-	}
-	return strings.Join(ns, ",")
 }

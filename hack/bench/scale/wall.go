@@ -57,15 +57,15 @@ func printWall(w io.Writer, parts []PartTime, total time.Duration) {
 		}
 		fmt.Fprintf(w, "  part %s: %s%s%s\n", p.Part, fmtSecs(p.Secs), note, failed)
 	}
-	fmt.Fprintf(w, "  total (parts %s): %s; target parts %s < %s: %s\n", partList(parts), fmtSecs(total.Seconds()),
+	fmt.Fprintf(w, "  total (parts %s): %s; target parts %s < %s: %s\n", joinNames(parts, func(p PartTime) string { return p.Part }), fmtSecs(total.Seconds()),
 		strings.Join(allParts, "-"), fmtSecs(targetWall.Seconds()), wallVerdict(parts, total))
 }
 
-// partList is "1,2,3" of parts in their order.
-func partList(parts []PartTime) string {
-	ns := make([]string, len(parts))
-	for i, p := range parts {
-		ns[i] = p.Part
+// joinNames is "a,b,c" of name(x) for each x of xs, in their order.
+func joinNames[T any](xs []T, name func(T) string) string {
+	ns := make([]string, len(xs))
+	for i, x := range xs {
+		ns[i] = name(x)
 	}
 	return strings.Join(ns, ",")
 }
