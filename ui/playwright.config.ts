@@ -19,7 +19,12 @@ export default defineConfig({
   fullyParallel: false,
   workers: 1,
   retries: 0,
-  reporter: [["list"], ["html", { outputFolder: join(artifacts, "report"), open: "never" }]],
+  // report.json is read back by test/ui to print why a test failed last.
+  reporter: [
+    ["list"],
+    ["html", { outputFolder: join(artifacts, "report"), open: "never" }],
+    ["json", { outputFile: join(artifacts, "report.json") }],
+  ],
   use: {
     baseURL,
     viewport: { width: 1280, height: 800 },

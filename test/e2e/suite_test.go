@@ -106,31 +106,14 @@ func applyBaseSettings(ctx context.Context, c *cluster.Config) error {
 	return nil
 }
 
-// savePodLogs writes, after a failed run and before the cluster goes, the
-// logs of every pod in the Longhorn namespace to <state>/logs/pods/<pod>.log
-// and the Longhorn objects (YAML) to <state>/logs/pods/longhorn-objects.yaml:
-// the control plane's logs outlive the cluster, the pods' would not.
+// savePodLogs keeps the pods' logs and the Longhorn objects of a failed
+// run (cluster.SavePodLogs) before the cluster goes.
 func savePodLogs(c *cluster.Config) {
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	dir := filepath.Join(c.StateDir, "logs", "pods")
-	_ = os.RemoveAll(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	dir, err := cluster.SavePodLogs(c, lhNamespace)
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "e2e: pod logs:", err)
 		return
 	}
-	out, err := c.Kubectl(ctx, "get", "pods", "-n", lhNamespace, "-o", "name").Output()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "e2e: pod logs: list pods:", err)
-		return
-	}
-	for _, p := range strings.Fields(string(out)) {
-		logs, _ := c.Kubectl(ctx, "logs", "-n", lhNamespace, p, "--all-containers", "--timestamps").CombinedOutput()
-		_ = os.WriteFile(filepath.Join(dir, strings.TrimPrefix(p, "pod/")+".log"), logs, 0o644)
-	}
-	objs, _ := c.Kubectl(ctx, "get", "-n", lhNamespace, "-o", "yaml",
-		"volumes.longhorn.io,engines.longhorn.io,replicas.longhorn.io,volumeattachments.longhorn.io,snapshots.longhorn.io,nodes.longhorn.io").CombinedOutput()
-	_ = os.WriteFile(filepath.Join(dir, "longhorn-objects.yaml"), objs, 0o644)
 	logf("pod logs and Longhorn objects saved in %s", dir)
 }
 

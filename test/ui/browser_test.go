@@ -70,7 +70,9 @@ func TestBrowser(t *testing.T) {
 	cmd.Env = append(cmd.Env, s3Env...)
 	cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
 	cmd.WaitDelay = 10 * time.Second
+	_ = os.Remove(filepath.Join(artifacts, "report.json"))
 	if err := cmd.Run(); err != nil {
+		noteFailures(t, artifacts)
 		t.Fatalf("playwright test: %v (report and screenshots in %s)", err, artifacts)
 	}
 }

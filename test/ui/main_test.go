@@ -36,6 +36,7 @@ import (
 
 	"github.com/longhorn-go/longhorn/internal/testutil"
 	"github.com/longhorn-go/longhorn/testbed/cluster"
+	"github.com/longhorn-go/longhorn/testbed/framework"
 	"github.com/longhorn-go/longhorn/testbed/testenv"
 )
 
@@ -106,8 +107,18 @@ func run(m *testing.M) int {
 	logf("cluster %s up with Longhorn ready in %.1fs", c.Name, time.Since(t0).Seconds())
 	suite = &c
 	code := m.Run()
+	if code != 0 {
+		if dir, err := cluster.SavePodLogs(&c, framework.Namespace); err != nil {
+			fmt.Fprintln(os.Stderr, "ui e2e: pod logs:", err)
+		} else {
+			logf("pod logs and Longhorn objects saved in %s", dir)
+		}
+	}
 	if !teardown(c) && code == 0 {
 		code = 1
+	}
+	if failures != "" {
+		fmt.Fprintf(os.Stderr, "ui e2e: failed in the browser (bin/ui-e2e/report.json):\n%s", failures)
 	}
 	return code
 }
