@@ -51,7 +51,27 @@ func newSettingController(e *env) (runner, error) {
 	})); err != nil {
 		return nil, err
 	}
+	// An instance manager of this node that runs no instance any more may be
+	// one storage-network waits for (reconcileStorageNetwork): look again now
+	// rather than at the next storageNetworkRecheck.
+	if err := addHandler(e.ds.InstanceManagerInformer(), onChange(c.onInstanceManager)); err != nil {
+		return nil, err
+	}
 	return c, nil
+}
+
+// onInstanceManager queues the storage-network setting when obj is an
+// instance manager of this node that runs no instance.
+func (c *SettingController) onInstanceManager(obj any) {
+	if im, ok := obj.(*longhorn.InstanceManager); ok && imIdleOnNode(im, c.opts.NodeName) {
+		c.w.Enqueue(c.key(string(types.SettingNameStorageNetwork)))
+	}
+}
+
+// imIdleOnNode reports whether im is an instance manager of node that runs
+// no engine or replica. Pure.
+func imIdleOnNode(im *longhorn.InstanceManager, node string) bool {
+	return im.Spec.NodeID == node && len(im.Status.InstanceEngines) == 0 && len(im.Status.InstanceReplicas) == 0
 }
 
 func (c *SettingController) run(ctx context.Context, workers int) error {

@@ -100,6 +100,41 @@ func TestStorageNetworkRestartsInstanceManagerPods(t *testing.T) {
 	if !hasEvent(f.events(), "Warning WaitingForInstances") {
 		t.Error("no WaitingForInstances event")
 	}
+
+	// The replica goes: the instance manager's status update queues the
+	// setting at once (not after storageNetworkRecheck), and its sync
+	// deletes the pod. (The fake clientset keeps resourceVersions, so the
+	// informer's update reaches no handler here: the test calls it.)
+	if _, err := f.fakeIM().InstanceDelete(f.ctx, "r-1", engineapi.InstanceTypeReplica, ""); err != nil {
+		t.Fatal(err)
+	}
+	f.syncIM()
+	im, err := f.lh.LonghornV1beta2().InstanceManagers(testNS).Get(f.ctx, imName, metav1.GetOptions{})
+	if err != nil || len(im.Status.InstanceReplicas) != 0 {
+		t.Fatalf("instance manager after the replica went: %+v %v", im, err)
+	}
+	drainQueue(c.w)
+	c.onInstanceManager(im)
+	key := testNS + "/" + s.Name
+	if q := drainQueue(c.w); !slices.Contains(q, key) {
+		t.Fatalf("queued after the last instance went: %v, want %s", q, key)
+	}
+	other := im.DeepCopy()
+	other.Spec.NodeID = "n2"
+	busy := im.DeepCopy()
+	busy.Status.InstanceEngines = map[string]longhorn.InstanceProcess{"e-1": {}}
+	for _, o := range []*longhorn.InstanceManager{other, busy} {
+		c.onInstanceManager(o)
+		if q := drainQueue(c.w); len(q) != 0 {
+			t.Fatalf("queued for an instance manager of node %s with %d engines: %v", o.Spec.NodeID, len(o.Status.InstanceEngines), q)
+		}
+	}
+	if res, err := c.syncSetting(f.ctx, key); err != nil || res != Done {
+		t.Fatalf("sync once idle: %v %v", res, err)
+	}
+	if _, err := f.kube.CoreV1().Pods(testNS).Get(f.ctx, imName, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+		t.Fatalf("idle instance-manager pod not deleted: %v", err)
+	}
 }
 
 // waitPodGone waits until the pod cache no longer has name.
