@@ -245,6 +245,38 @@ func TestEngineSnapshotsNeedsARunningEngine(t *testing.T) {
 	}
 }
 
+// A detach can stop the engine while a snapshot call is in flight: the
+// call's error becomes the 409 of "no running engine" once the engine is
+// no longer running, and stays as it was while the engine still runs.
+func TestSnapshotCallErrorEngineStopped(t *testing.T) {
+	running := func(desire, current longhorn.InstanceState, active bool) *longhorn.Engine {
+		return &longhorn.Engine{Spec: longhorn.EngineSpec{Active: active, InstanceSpec: longhorn.InstanceSpec{DesireState: desire}},
+			Status: longhorn.EngineStatus{InstanceStatus: longhorn.InstanceStatus{CurrentState: current}}}
+	}
+	up, stopped := longhorn.InstanceStateRunning, longhorn.InstanceStateStopped
+	callErr := status.Error(codes.Unavailable, "connection refused")
+	for _, c := range []struct {
+		name    string
+		engines []*longhorn.Engine
+		noEng   bool
+	}{
+		{"still running", []*longhorn.Engine{running(up, up, true)}, false},
+		{"asked to stop", []*longhorn.Engine{running(stopped, up, true)}, true},
+		{"stopped", []*longhorn.Engine{running(stopped, stopped, true)}, true},
+		{"inactive twin runs", []*longhorn.Engine{running(up, up, false)}, true},
+		{"gone", nil, true},
+	} {
+		err := callError("v", callErr, c.engines)
+		if errors.Is(err, ErrNoEngine) != c.noEng {
+			t.Errorf("%s: %v, want ErrNoEngine %v", c.name, err, c.noEng)
+		}
+		var he *httpError
+		if c.noEng && (!errors.As(snapshotErr(err), &he) || he.status != http.StatusConflict) {
+			t.Errorf("%s: snapshotErr = %v, want 409", c.name, snapshotErr(err))
+		}
+	}
+}
+
 func TestNodes(t *testing.T) {
 	e := newFakeEnv(t, Options{}, testNode("n1"),
 		&longhorn.InstanceManager{ObjectMeta: objMeta("instance-manager-x"), Spec: longhorn.InstanceManagerSpec{NodeID: "n1"},

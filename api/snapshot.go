@@ -84,38 +84,32 @@ func (e EngineSnapshots) engine(ctx context.Context, v *longhorn.Volume) (engine
 
 // Create implements SnapshotOps.
 func (e EngineSnapshots) Create(ctx context.Context, v *longhorn.Volume, name string, labels map[string]string) (string, error) {
-	c, err := e.engine(ctx, v)
-	if err != nil {
-		return "", err
-	}
-	return c.VolumeSnapshot(ctx, name, labels)
+	var out string
+	err := e.call(ctx, v, func(c engineapi.EngineClient) (err error) {
+		out, err = c.VolumeSnapshot(ctx, name, labels)
+		return err
+	})
+	return out, err
 }
 
 // List implements SnapshotOps.
 func (e EngineSnapshots) List(ctx context.Context, v *longhorn.Volume) (map[string]*engineapi.Snapshot, error) {
-	c, err := e.engine(ctx, v)
-	if err != nil {
-		return nil, err
-	}
-	return c.SnapshotList(ctx)
+	var out map[string]*engineapi.Snapshot
+	err := e.call(ctx, v, func(c engineapi.EngineClient) (err error) {
+		out, err = c.SnapshotList(ctx)
+		return err
+	})
+	return out, err
 }
 
 // Delete implements SnapshotOps.
 func (e EngineSnapshots) Delete(ctx context.Context, v *longhorn.Volume, name string) error {
-	c, err := e.engine(ctx, v)
-	if err != nil {
-		return err
-	}
-	return c.SnapshotRemove(ctx, name)
+	return e.call(ctx, v, func(c engineapi.EngineClient) error { return c.SnapshotRemove(ctx, name) })
 }
 
 // Revert implements SnapshotOps.
 func (e EngineSnapshots) Revert(ctx context.Context, v *longhorn.Volume, name string) error {
-	c, err := e.engine(ctx, v)
-	if err != nil {
-		return err
-	}
-	return c.SnapshotRevert(ctx, name)
+	return e.call(ctx, v, func(c engineapi.EngineClient) error { return c.SnapshotRevert(ctx, name) })
 }
 
 // Purge implements SnapshotOps. Setting disable-snapshot-purge refuses it
@@ -124,11 +118,49 @@ func (e EngineSnapshots) Purge(ctx context.Context, v *longhorn.Volume) error {
 	if off, err := e.DS.GetSettingAsBool(ctx, types.SettingNameDisableSnapshotPurge); err == nil && off {
 		return invalidState("snapshot purge of volume %s is disabled (setting %s is true)", v.Name, types.SettingNameDisableSnapshotPurge)
 	}
+	return e.call(ctx, v, func(c engineapi.EngineClient) error { return c.SnapshotPurge(ctx, true) })
+}
+
+// call runs fn with v's running engine. An engine that stops while fn runs
+// (a detach racing the request) fails fn with whatever the dying process or
+// its proxy answers (unavailable, not found); when, after a failure, v no
+// longer has a running engine, the error wraps ErrNoEngine (409), the
+// answer the request would have had a moment later, instead of a 500.
+func (e EngineSnapshots) call(ctx context.Context, v *longhorn.Volume, fn func(engineapi.EngineClient) error) error {
 	c, err := e.engine(ctx, v)
 	if err != nil {
 		return err
 	}
-	return c.SnapshotPurge(ctx, true)
+	if err = fn(c); err == nil {
+		return nil
+	}
+	engines, lerr := e.DS.ListEnginesByVolumeRO(ctx, v.Name)
+	if lerr != nil {
+		return err
+	}
+	return callError(v.Name, err, engines)
+}
+
+// callError is the error of an engine call that failed with err, given the
+// volume's engines as known after the failure: wrapped ErrNoEngine when
+// none of them runs any more, else err unchanged.
+func callError(volume string, err error, engines []*longhorn.Engine) error {
+	if engineRunning(engines) {
+		return err
+	}
+	return fmt.Errorf("volume %s: the engine stopped during the request (%v): %w", volume, err, ErrNoEngine)
+}
+
+// engineRunning reports whether one of engines is active and meant to run
+// and running: the engine a snapshot operation can use.
+func engineRunning(engines []*longhorn.Engine) bool {
+	for _, eng := range engines {
+		if eng.Spec.Active && eng.Spec.DesireState == longhorn.InstanceStateRunning &&
+			eng.Status.CurrentState == longhorn.InstanceStateRunning {
+			return true
+		}
+	}
+	return false
 }
 
 // engineHeadName is the volume head's entry in a snapshot list.
