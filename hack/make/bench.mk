@@ -26,7 +26,7 @@ bench-dataplane: build ## data-plane fio benchmark vs fio-direct, nbdkit, engine
 # wall time against it); A/B arms are flags. Part 3 runs on the e2e share
 # (E2E_NAME and address ranges of e2e.mk, lhe2e by default, under the same
 # machine-wide lock); a helper passes its own share, e.g. E2E_NAME=lhcpb
-# E2E_SUBNET=10.99.40.0/24 E2E_SVC_CIDR=10.99.41.0/24 E2E_POD_CIDR=10.105.0.0/16
+# E2E_SUBNET=10.99.80.0/24 E2E_SVC_CIDR=10.99.81.0/24 E2E_POD_CIDR=10.108.0.0/16
 # Quick run: make bench-scale SCALE_FLAGS='-volumes 1,10 -rebuild-data 268435456'
 #            make bench-scale SCALE_PARTS=3 SCALE_FLAGS='-cp-volumes 60 -cp-attach 6'
 # A/B arms:  SCALE_FLAGS='-variants all' (part 1: also the bench starting the

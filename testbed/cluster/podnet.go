@@ -51,8 +51,17 @@ func setupNodePodNetwork(c *Config, i int) error {
 	return err
 }
 
-// setupRootPodRoutes installs the root namespace's pod routes.
+// setupRootPodRoutes installs the root namespace's pod routes, after
+// refusing a pod CIDR that the root namespace already routes elsewhere:
+// `ip route replace` would silently take another cluster's pod routes.
 func setupRootPodRoutes(c *Config) error {
+	out, err := ip("-4", "-o", "route", "show")
+	if err != nil {
+		return err
+	}
+	if r, taken := podCIDRTaken(out, c.PodCIDR, c.Bridge()); taken {
+		return fmt.Errorf("%w: pod CIDR %s is already routed (%q): another cluster or network uses it; choose another pod CIDR", ErrUnsafeRoute, c.PodCIDR, r)
+	}
 	if _, err := ip("route", "replace", "unreachable", c.PodCIDR.String()); err != nil {
 		return err
 	}
@@ -106,4 +115,35 @@ func teardownPodRoutes(c *Config) error {
 // netns exec`, which remounts /sys) and returns its combined output.
 func nsenterNet(ns string, argv ...string) ([]byte, error) {
 	return exec.Command("nsenter", append([]string{"--net=/run/netns/" + ns, "--"}, argv...)...).CombinedOutput()
+}
+
+// podCIDRTaken returns the first line of `ip -4 -o route show` output
+// whose destination overlaps podCIDR and that goes out on a device other
+// than bridge (another cluster's pod routes, a real network). Routes
+// without a device (our unreachable route) do not count.
+func podCIDRTaken(out string, podCIDR netip.Prefix, bridge string) (string, bool) {
+	for _, line := range strings.Split(out, "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		dst := f[0]
+		if len(f) > 1 && (dst == "unreachable" || dst == "blackhole" || dst == "prohibit") {
+			dst = f[1]
+		}
+		p, err := netip.ParsePrefix(dst)
+		if err != nil {
+			if a, aerr := netip.ParseAddr(dst); aerr == nil {
+				p = netip.PrefixFrom(a, a.BitLen())
+			} else {
+				continue // "default" and the like
+			}
+		}
+		for j := 0; j+1 < len(f); j++ {
+			if f[j] == "dev" && f[j+1] != bridge && p.Overlaps(podCIDR) {
+				return strings.TrimSpace(line), true
+			}
+		}
+	}
+	return "", false
 }
