@@ -15,7 +15,7 @@ UI_E2E_KEEP  ?=
 UI_E2E_STATE := $(CACHE_DIR)/cluster-lhui
 UI_E2E_NODE_MODE ?= containerd
 UI_CLUSTER   := --name lhui --state-dir $(UI_E2E_STATE) --nodes 3 --subnet 10.99.64.0/24 --service-cidr 10.99.65.0/24 \
-                --pod-cidr 10.105.0.0/16 --node-mode $(UI_E2E_NODE_MODE)
+                --pod-cidr 10.109.0.0/16 --node-mode $(UI_E2E_NODE_MODE)
 
 TEST_STEPS += test-ui test-ui-e2e
 

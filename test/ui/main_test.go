@@ -1,7 +1,7 @@
 // Package ui runs the web UI end to end: the Playwright suite in ui/e2e,
 // driving Debian's chromium, against the real manager in a local 3-node
 // cluster (testbed/cluster, name lhui, 10.99.64.0/24, services
-// 10.99.65.0/24, pods 10.105.0.0/16) with deploy/longhorn.yaml installed
+// 10.99.65.0/24, pods 10.109.0.0/16) with deploy/longhorn.yaml installed
 // unchanged.
 //
 // On real nodes (the default) the browser loads the UI the way a user does:
@@ -53,7 +53,7 @@ const (
 var (
 	clusterSubnet  = netip.MustParsePrefix("10.99.64.0/24")
 	clusterService = netip.MustParsePrefix("10.99.65.0/24")
-	clusterPods    = netip.MustParsePrefix("10.105.0.0/16")
+	clusterPods    = netip.MustParsePrefix("10.109.0.0/16")
 )
 
 var (
