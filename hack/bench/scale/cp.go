@@ -57,8 +57,10 @@ type CPRun struct {
 	Phases   []Latency `json:"phases"`
 	Windows  []Window  `json:"windows"`
 	Failover Failover  `json:"failover"`
-	Err      string    `json:"error,omitempty"`
-	Secs     float64   `json:"secs"`
+	// AttachSplit is each attach's milestones (cpsplit.go).
+	AttachSplit []AttachSplit `json:"attach_split,omitempty"`
+	Err         string        `json:"error,omitempty"`
+	Secs        float64       `json:"secs"`
 }
 
 // cpLogf prints a progress line of part 3.
@@ -151,7 +153,11 @@ func runPhases(ctx context.Context, f *framework.Cluster, c *cluster.Config, o c
 		}
 	}
 	att := names[:min(o.attach, len(names))]
-	phase("attach", func() Latency { return attachAll(ctx, f, c, tr, att, o.attachParallel) })
+	phase("attach", func() Latency {
+		l, splits := attachAll(ctx, f, c, tr, att, o.attachParallel)
+		r.AttachSplit = splits
+		return l
+	})
 	if err := rest(fmt.Sprintf("rest, %d volumes, %d attached", o.volumes, len(att))); err != nil {
 		return err
 	}
@@ -290,22 +296,30 @@ const benchTicket = "bench-scale"
 // attachAll attaches names round-robin over the nodes (parallel at a time)
 // and returns the latencies from the ticket update to a running engine
 // with an endpoint on an attached volume.
-func attachAll(ctx context.Context, f *framework.Cluster, c *cluster.Config, tr *tracker, names []string, parallel int) Latency {
+// Each attach's milestones come back as its split.
+func attachAll(ctx context.Context, f *framework.Cluster, c *cluster.Config, tr *tracker, names []string, parallel int) (Latency, []AttachSplit) {
 	node := map[string]string{}
 	for i, n := range names {
 		node[n] = c.NodeName(1 + i%c.Nodes)
 	}
+	var mu sync.Mutex
+	var splits []AttachSplit
 	lat, wall, failed := fanOut(ctx, names, parallel, func(name string) (time.Duration, error) {
 		ch := tr.expect(name, attachedOn(node[name]))
 		t0 := time.Now()
+		tr.arm(name, node[name], t0)
 		err := setTicket(ctx, f, name, &longhorn.AttachmentTicket{ID: benchTicket, Type: longhorn.AttacherTypeLonghornAPI, NodeID: node[name],
 			Parameters: map[string]string{longhorn.AttachmentParameterDisableFrontend: "false"}})
 		if err != nil {
 			return 0, err
 		}
-		return await(ctx, ch, t0, 2*time.Minute, "attached with an endpoint")
+		d, err := await(ctx, ch, t0, 2*time.Minute, "attached with an endpoint")
+		mu.Lock()
+		splits = append(splits, tr.disarm(name, d))
+		mu.Unlock()
+		return d, err
 	})
-	return summarize("attach -> endpoint ready", lat, wall, failed)
+	return summarize("attach -> endpoint ready", lat, wall, failed), splits
 }
 
 // detachAll removes the tickets and times each volume until detached.

@@ -105,6 +105,7 @@ func printCPRun(w io.Writer, r CPRun) {
 	fo := r.Failover
 	fmt.Fprintf(w, "manager pod on %s deleted: %d/%d volumes it owned had a new owner after %.1fs (p50 %.1fs); new pod Ready after %.1fs\n",
 		fo.Node, fo.Moved, fo.Owned, fo.AllMovedSecs, fo.P50, fo.PodReadySecs)
+	printAttachSplit(w, r.AttachSplit, 8)
 	fmt.Fprintln(w, "Managers per window: CPU % of one core | RSS MiB | API requests/s | reconciles/s (queue adds/s); busiest API calls and queues")
 	fmt.Fprintf(w, "%-34s %6s %-9s %-26s %-26s %-26s %9s %7s %s\n", "window", "secs", "", "node-1", "node-2", "node-3", "apiserver", "depth", "loadavg")
 	for _, win := range r.Windows {

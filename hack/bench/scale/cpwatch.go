@@ -19,6 +19,8 @@ import (
 type volView struct {
 	V        *longhorn.Volume
 	Endpoint string // status.endpoint of an engine of the volume in state running
+	Eng      *longhorn.Engine
+	Reps     map[string]*longhorn.Replica
 }
 
 // tracker watches Volumes and Engines (informers, no polling) and stamps
@@ -28,6 +30,7 @@ type tracker struct {
 	mu      sync.Mutex
 	vols    map[string]*volView
 	waiters map[string][]*waiter
+	split   splitRecorder
 }
 
 type waiter struct {
@@ -41,6 +44,7 @@ func startTracker(ctx context.Context, lh versioned.Interface) (*tracker, error)
 	f := externalversions.NewSharedInformerFactoryWithOptions(lh, 0, externalversions.WithNamespace(framework.Namespace))
 	vi := f.Longhorn().V1beta2().Volumes().Informer()
 	ei := f.Longhorn().V1beta2().Engines().Informer()
+	ri := f.Longhorn().V1beta2().Replicas().Informer()
 	vh := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { t.volume(o, false) },
 		UpdateFunc: func(_, o any) { t.volume(o, false) },
@@ -55,6 +59,14 @@ func startTracker(ctx context.Context, lh versioned.Interface) (*tracker, error)
 		return nil, err
 	}
 	if _, err := ei.AddEventHandler(eh); err != nil {
+		return nil, err
+	}
+	rh := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { t.replica(o, false) },
+		UpdateFunc: func(_, o any) { t.replica(o, false) },
+		DeleteFunc: func(o any) { t.replica(o, true) },
+	}
+	if _, err := ri.AddEventHandler(rh); err != nil {
 		return nil, err
 	}
 	f.Start(ctx.Done())
@@ -96,11 +108,32 @@ func (t *tracker) engine(o any, deleted bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	vv := t.view(e.Spec.VolumeName)
-	vv.Endpoint = ""
+	vv.Endpoint, vv.Eng = "", e
+	if deleted {
+		vv.Eng = nil
+	}
 	if !deleted && e.Status.CurrentState == longhorn.InstanceStateRunning {
 		vv.Endpoint = e.Status.Endpoint
 	}
 	t.check(e.Spec.VolumeName, vv)
+}
+
+func (t *tracker) replica(o any, deleted bool) {
+	r, ok := tombstone(o).(*longhorn.Replica)
+	if !ok || r.Spec.VolumeName == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	vv := t.view(r.Spec.VolumeName)
+	if vv.Reps == nil {
+		vv.Reps = map[string]*longhorn.Replica{}
+	}
+	vv.Reps[r.Name] = r
+	if deleted {
+		delete(vv.Reps, r.Name)
+	}
+	t.check(r.Spec.VolumeName, vv)
 }
 
 func (t *tracker) view(name string) *volView {
@@ -117,6 +150,7 @@ func (t *tracker) check(name string, vv *volView) {
 	ws := t.waiters[name]
 	keep := ws[:0]
 	now := time.Now()
+	t.stamp(name, vv, now)
 	for _, w := range ws {
 		if w.cond(*vv) {
 			w.at <- now
