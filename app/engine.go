@@ -211,13 +211,20 @@ func runController(c *cli.Context) error {
 	}
 	ctx, stop := signalContext()
 	defer stop()
+	// Before gRPC listens, as Longhorn's engine starts its controller: a
+	// listening port tells the instance manager this engine is ready. For a
+	// live upgrade the instance manager then stops the old engine; for a
+	// start the manager's first poll then finds the frontend's endpoint
+	// (listening first made an attach wait one poll interval, 2 s, for it:
+	// bench-scale part 3's slowest attaches).
 	if from != "" {
-		// Before gRPC listens: a listening port tells the instance manager
-		// this engine is ready, and it then stops the old one.
 		if err := upgradeVolume(ctx, ctl, fes, opts, c.StringSlice("replica"), from); err != nil {
 			_ = ctl.Shutdown()
 			return err
 		}
+	} else if err := startVolume(ctx, ctl, c.StringSlice("replica"), opts); err != nil {
+		_ = ctl.Shutdown()
+		return err
 	}
 	ln, err := net.Listen("tcp", c.String("listen"))
 	if err != nil {
@@ -232,13 +239,6 @@ func runController(c *cli.Context) error {
 	errc := make(chan error, 1)
 	go func() { errc <- gs.Serve(ln) }()
 	logrus.WithFields(logrus.Fields{"volume": opts.Name, "listen": ln.Addr().String()}).Info("engine: serving")
-	if from == "" {
-		if err := startVolume(ctx, ctl, c.StringSlice("replica"), opts); err != nil {
-			gs.Stop()
-			_ = ctl.Shutdown()
-			return err
-		}
-	}
 	trimAfterStart(ctx, "engine")
 	select {
 	case <-ctx.Done():
