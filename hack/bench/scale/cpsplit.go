@@ -13,10 +13,13 @@ import (
 
 // Attach milestones, in the order an attach passes them: the attachment
 // controller sets spec.nodeID, the volume controller moves the volume to
-// attaching and asks for the replicas, the replica controllers start them,
-// the volume controller asks for the engine, the engine controller starts
-// it, the engine monitor reads its endpoint, the volume becomes attached.
-var splitMarks = []string{"spec.nodeID", "attaching", "replicas wanted", "replicas running", "engine wanted", "engine starting", "engine running", "endpoint", "attached"}
+// attaching and asks for the replicas, the replica controllers start them
+// (the instance managers' status lists their processes running, then the
+// Replicas say running), the volume controller asks for the engine, the
+// engine controller starts it (likewise), the engine monitor reads its
+// endpoint, the volume becomes attached.
+var splitMarks = []string{"spec.nodeID", "attaching", "replicas wanted", "replica procs running (IM)", "replicas running",
+	"engine wanted", "engine starting", "engine proc running (IM)", "engine running", "endpoint", "attached"}
 
 // splitConds are the milestones' conditions on a volume's view, in
 // splitMarks' order.
@@ -28,12 +31,18 @@ var splitConds = []func(vv volView, node string) bool{
 	func(vv volView, _ string) bool {
 		return replicasAll(vv, func(r *longhorn.Replica) bool { return r.Spec.DesireState == longhorn.InstanceStateRunning })
 	},
+	func(vv volView, _ string) bool {
+		return replicasAll(vv, func(r *longhorn.Replica) bool { return vv.Procs[r.Name] == longhorn.InstanceStateRunning })
+	},
 	func(vv volView, _ string) bool { return replicasAll(vv, running) },
 	func(vv volView, node string) bool {
 		return vv.Eng != nil && vv.Eng.Spec.NodeID == node && vv.Eng.Spec.DesireState == longhorn.InstanceStateRunning
 	},
 	func(vv volView, _ string) bool {
 		return vv.Eng != nil && (vv.Eng.Status.CurrentState == longhorn.InstanceStateStarting || vv.Eng.Status.CurrentState == longhorn.InstanceStateRunning)
+	},
+	func(vv volView, _ string) bool {
+		return vv.Eng != nil && vv.Procs[vv.Eng.Name] == longhorn.InstanceStateRunning
 	},
 	func(vv volView, _ string) bool {
 		return vv.Eng != nil && vv.Eng.Status.CurrentState == longhorn.InstanceStateRunning

@@ -21,6 +21,9 @@ type volView struct {
 	Endpoint string // status.endpoint of an engine of the volume in state running
 	Eng      *longhorn.Engine
 	Reps     map[string]*longhorn.Replica
+	// Procs is every instance manager's process state by instance name
+	// (shared by all views).
+	Procs map[string]longhorn.InstanceState
 }
 
 // tracker watches Volumes and Engines (informers, no polling) and stamps
@@ -31,6 +34,8 @@ type tracker struct {
 	vols    map[string]*volView
 	waiters map[string][]*waiter
 	split   splitRecorder
+	imProcs map[string]map[string]longhorn.InstanceState // instance manager -> instance -> state
+	procs   map[string]longhorn.InstanceState
 }
 
 type waiter struct {
@@ -40,11 +45,13 @@ type waiter struct {
 
 // startTracker starts the informers and waits for their caches.
 func startTracker(ctx context.Context, lh versioned.Interface) (*tracker, error) {
-	t := &tracker{vols: map[string]*volView{}, waiters: map[string][]*waiter{}}
+	t := &tracker{vols: map[string]*volView{}, waiters: map[string][]*waiter{},
+		imProcs: map[string]map[string]longhorn.InstanceState{}, procs: map[string]longhorn.InstanceState{}}
 	f := externalversions.NewSharedInformerFactoryWithOptions(lh, 0, externalversions.WithNamespace(framework.Namespace))
 	vi := f.Longhorn().V1beta2().Volumes().Informer()
 	ei := f.Longhorn().V1beta2().Engines().Informer()
 	ri := f.Longhorn().V1beta2().Replicas().Informer()
+	ii := f.Longhorn().V1beta2().InstanceManagers().Informer()
 	vh := cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(o any) { t.volume(o, false) },
 		UpdateFunc: func(_, o any) { t.volume(o, false) },
@@ -67,6 +74,14 @@ func startTracker(ctx context.Context, lh versioned.Interface) (*tracker, error)
 		DeleteFunc: func(o any) { t.replica(o, true) },
 	}
 	if _, err := ri.AddEventHandler(rh); err != nil {
+		return nil, err
+	}
+	ih := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { t.instanceManager(o, false) },
+		UpdateFunc: func(_, o any) { t.instanceManager(o, false) },
+		DeleteFunc: func(o any) { t.instanceManager(o, true) },
+	}
+	if _, err := ii.AddEventHandler(ih); err != nil {
 		return nil, err
 	}
 	f.Start(ctx.Done())
@@ -136,10 +151,38 @@ func (t *tracker) replica(o any, deleted bool) {
 	t.check(r.Spec.VolumeName, vv)
 }
 
+// instanceManager records the processes an instance manager lists and
+// stamps the armed attaches' milestones that read them.
+func (t *tracker) instanceManager(o any, deleted bool) {
+	im, ok := tombstone(o).(*longhorn.InstanceManager)
+	if !ok {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for name := range t.imProcs[im.Name] {
+		delete(t.procs, name)
+	}
+	delete(t.imProcs, im.Name)
+	if !deleted {
+		m := map[string]longhorn.InstanceState{}
+		for _, ps := range []map[string]longhorn.InstanceProcess{im.Status.InstanceEngines, im.Status.InstanceReplicas} {
+			for name, p := range ps {
+				m[name], t.procs[name] = p.Status.State, p.Status.State
+			}
+		}
+		t.imProcs[im.Name] = m
+	}
+	now := time.Now()
+	for name := range t.split.armed {
+		t.stamp(name, t.view(name), now)
+	}
+}
+
 func (t *tracker) view(name string) *volView {
 	vv := t.vols[name]
 	if vv == nil {
-		vv = &volView{}
+		vv = &volView{Procs: t.procs}
 		t.vols[name] = vv
 	}
 	return vv
