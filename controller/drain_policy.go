@@ -122,21 +122,46 @@ func (c *InstanceManagerController) reconcilePDB(ctx context.Context, im *longho
 		return err
 	}
 	want := len(im.Status.InstanceEngines) > 0 || imNeedsPDB(policy, im.Spec.NodeID, replicas)
-	pdbs := c.kube.PolicyV1().PodDisruptionBudgets(c.opts.Namespace)
-	_, err = pdbs.Get(ctx, im.Name, metav1.GetOptions{})
-	switch {
-	case err != nil && !apierrors.IsNotFound(err):
+	_, err = c.pdbs.PodDisruptionBudgets(c.opts.Namespace).Get(im.Name)
+	if err != nil && !apierrors.IsNotFound(err) {
 		return err
-	case want && apierrors.IsNotFound(err):
+	}
+	pdbs := c.kube.PolicyV1().PodDisruptionBudgets(c.opts.Namespace)
+	switch decidePDB(want, err == nil) {
+	case pdbCreate:
 		if _, err := pdbs.Create(ctx, imPDB(im, c.opts.Namespace), metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 			return fmt.Errorf("create PodDisruptionBudget %s: %w", im.Name, err)
 		}
-	case !want && err == nil:
+	case pdbDelete:
 		if err := pdbs.Delete(ctx, im.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete PodDisruptionBudget %s: %w", im.Name, err)
 		}
 	}
 	return nil
+}
+
+// pdbAction is what reconcilePDB does to an instance manager's
+// PodDisruptionBudget.
+type pdbAction int
+
+const (
+	pdbKeep pdbAction = iota
+	pdbCreate
+	pdbDelete
+)
+
+// decidePDB compares the wanted PodDisruptionBudget with the one in the
+// informer cache (exists). The cache may lag a write of this controller: a
+// create it has not seen yet is answered AlreadyExists and a delete
+// NotFound, both taken as done (pure).
+func decidePDB(want, exists bool) pdbAction {
+	switch {
+	case want && !exists:
+		return pdbCreate
+	case !want && exists:
+		return pdbDelete
+	}
+	return pdbKeep
 }
 
 // reconcileAutoEvicting sets n's status.autoEvicting, as Longhorn does: true

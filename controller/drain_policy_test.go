@@ -3,6 +3,7 @@ package controller
 import (
 	"strings"
 	"testing"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -50,19 +51,27 @@ func TestDrainPolicyDecision(t *testing.T) {
 }
 
 // The instance manager controller creates the PDB while its node holds a
-// volume's last healthy replica and deletes it under always-allow.
+// volume's last healthy replica and deletes it under always-allow. It reads
+// the PDB from the informer cache, so each step waits for the cache to show
+// the previous one's write.
 func TestDrainPolicyPDB(t *testing.T) {
 	f, _ := attachedHealthy(t)
 	c := fixtureController[*InstanceManagerController](f)
 	im := f.instanceManager()
 	pdbs := f.kube.PolicyV1().PodDisruptionBudgets(testNS)
+	reconcile := func(wantPDB bool) {
+		t.Helper()
+		if err := c.reconcilePDB(f.ctx, im); err != nil {
+			t.Fatal(err)
+		}
+		_, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{})
+		if (err == nil) != wantPDB || (err != nil && !apierrors.IsNotFound(err)) {
+			t.Fatalf("PDB present %v, want %v (%v)", err == nil, wantPDB, err)
+		}
+		f.waitPDBCache(im.Name, wantPDB)
+	}
 	// Three healthy replicas: no PDB.
-	if err := c.reconcilePDB(f.ctx, im); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("PDB with replicas elsewhere: %v", err)
-	}
+	reconcile(false)
 	// Only n1's replica is healthy: a PDB.
 	for _, r := range f.replicas("vol") {
 		if r.Spec.NodeID != im.Spec.NodeID {
@@ -71,35 +80,54 @@ func TestDrainPolicyPDB(t *testing.T) {
 		}
 	}
 	f.settle()
-	if err := c.reconcilePDB(f.ctx, im); err != nil {
-		t.Fatal(err)
-	}
+	reconcile(true)
 	pdb, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{})
 	if err != nil || pdb.Spec.MinAvailable.IntValue() != 1 || pdb.Spec.Selector.MatchLabels[types.LonghornLabelInstanceManager] != im.Name {
 		t.Fatalf("PDB %+v %v", pdb, err)
 	}
-	f.setSetting(types.SettingNameNodeDrainPolicy, drainAlwaysAllow)
-	if err := c.reconcilePDB(f.ctx, im); err != nil {
+	// A PDB deleted by someone else comes back at the next reconcile.
+	if err := pdbs.Delete(f.ctx, im.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("PDB kept under always-allow: %v", err)
-	}
+	f.waitPDBCache(im.Name, false)
+	reconcile(true)
+	f.setSetting(types.SettingNameNodeDrainPolicy, drainAlwaysAllow)
+	reconcile(false)
 	// An engine runs in the instance manager: a PDB under every policy,
 	// always-allow too (Longhorn waits for the volumes to detach).
 	im.Status.InstanceEngines = map[string]longhorn.InstanceProcess{"vol-e-0": {}}
-	if err := c.reconcilePDB(f.ctx, im); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); err != nil {
-		t.Fatalf("no PDB while an engine runs under always-allow: %v", err)
-	}
+	reconcile(true)
 	im.Status.InstanceEngines = nil
-	if err := c.reconcilePDB(f.ctx, im); err != nil {
-		t.Fatal(err)
+	reconcile(false)
+}
+
+// waitPDBCache waits until the PDB informer cache shows (present) or no
+// longer shows the PodDisruptionBudget name.
+func (f *fixture) waitPDBCache(name string, present bool) {
+	f.t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		_, err := f.m.env.pdbs.PodDisruptionBudgets(testNS).Get(name)
+		if (err == nil) == present {
+			return
+		}
+		if time.Now().After(deadline) {
+			f.t.Fatalf("PDB %s present=%v not in the informer cache: %v", name, present, err)
+		}
+		time.Sleep(5 * time.Millisecond)
 	}
-	if _, err := pdbs.Get(f.ctx, im.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
-		t.Fatalf("PDB kept after the engine stopped under always-allow: %v", err)
+}
+
+// decidePDB creates a wanted PDB the cache does not show, deletes an
+// unwanted one it shows, and otherwise does nothing.
+func TestDecidePDB(t *testing.T) {
+	for _, c := range []struct {
+		want, exists bool
+		act          pdbAction
+	}{{true, false, pdbCreate}, {true, true, pdbKeep}, {false, true, pdbDelete}, {false, false, pdbKeep}} {
+		if got := decidePDB(c.want, c.exists); got != c.act {
+			t.Errorf("want %v exists %v: %v, want %v", c.want, c.exists, got, c.act)
+		}
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/cache"
 
 	"github.com/longhorn-go/longhorn/engineapi"
 	longhorn "github.com/longhorn-go/longhorn/k8s/pkg/apis/longhorn/v1beta2"
@@ -45,6 +46,12 @@ func newInstanceManagerController(e *env) (runner, error) {
 			c.w.Enqueue(e.key(p.Name))
 		}
 	})); err != nil {
+		return nil, err
+	}
+	// A PodDisruptionBudget has its instance manager's name: one deleted by
+	// someone else is put back at once, not at the next resync.
+	if err := addHandler(e.nsFactory.Policy().V1().PodDisruptionBudgets().Informer(),
+		cache.ResourceEventHandlerFuncs{DeleteFunc: c.w.EnqueueObject}); err != nil {
 		return nil, err
 	}
 	// Node readiness changes the state (unknown) and the ownership.

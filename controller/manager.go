@@ -13,6 +13,7 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	coordlisters "k8s.io/client-go/listers/coordination/v1"
 	corelisters "k8s.io/client-go/listers/core/v1"
+	policylisters "k8s.io/client-go/listers/policy/v1"
 	storagelisters "k8s.io/client-go/listers/storage/v1"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/record"
@@ -62,6 +63,9 @@ type env struct {
 	pods       corelisters.PodLister
 	leases     coordlisters.LeaseLister
 	configMaps corelisters.ConfigMapLister
+	// pdbs are the namespace's PodDisruptionBudgets (the instance
+	// managers', reconcilePDB).
+	pdbs policylisters.PodDisruptionBudgetLister
 	// storageClasses is cluster-wide (the default StorageClass).
 	storageClasses storagelisters.StorageClassLister
 	synced         []cache.InformerSynced
@@ -115,11 +119,12 @@ func newManager(opts Options, kube kubernetes.Interface, ds *datastore.DataStore
 		pods:           nf.Core().V1().Pods().Lister(),
 		leases:         nf.Coordination().V1().Leases().Lister(),
 		configMaps:     nf.Core().V1().ConfigMaps().Lister(),
+		pdbs:           nf.Policy().V1().PodDisruptionBudgets().Lister(),
 		storageClasses: kf.Storage().V1().StorageClasses().Lister(),
 		synced: []cache.InformerSynced{
 			kf.Core().V1().Nodes().Informer().HasSynced, nf.Core().V1().Pods().Informer().HasSynced,
 			nf.Coordination().V1().Leases().Informer().HasSynced, nf.Core().V1().ConfigMaps().Informer().HasSynced,
-			kf.Storage().V1().StorageClasses().Informer().HasSynced,
+			kf.Storage().V1().StorageClasses().Informer().HasSynced, nf.Policy().V1().PodDisruptionBudgets().Informer().HasSynced,
 		},
 		kubeFactory: kf, nsFactory: nf,
 	}
