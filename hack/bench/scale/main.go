@@ -59,6 +59,7 @@ func parseFlags() options {
 	flag.DurationVar(&o.rebuild.quiet, "quiet", 10*time.Second, "part 2: QD1 latency window without a rebuild")
 	flag.StringVar(&o.rebuild.alt, "longhorn-alt", "", "part 2: a second longhorn binary measured right after the first at each size (A/B)")
 	flag.Int64Var(&o.rebuild.limit, "rebuild-limit", 0, "part 2: MB/s (2^20 B/s) of a limited variant measured after the unlimited one at each size (e.g. 40), 0 = none")
+	flag.DurationVar(&o.rebuild.profile, "rebuild-profile", 0, "part 2: CPU profiles of this length of the volume's processes from the start of each rebuild, pprof-*.pb.gz in -dir (with -keep)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the directory (logs, fio outputs)")
 	flag.IntVar(&o.cp.volumes, "cp-volumes", 300, "part 3: volumes created")
 	flag.IntVar(&o.cp.attach, "cp-attach", 30, "part 3: volumes attached (round-robin over the nodes)")

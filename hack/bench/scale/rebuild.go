@@ -38,6 +38,9 @@ type rebuildOptions struct {
 	quiet time.Duration // length of the client load without a rebuild
 	alt   string        // a second longhorn binary, measured after the first at each size (A/B)
 	limit int64         // MB/s of the limited variant, 0 = none
+	// profile, when set, is the length of the CPU profiles taken of the
+	// volume's processes from the start of each rebuild (profile.go).
+	profile time.Duration
 }
 
 // rebuildVariant is one measurement of a size: a binary and a limit.
@@ -158,7 +161,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if err != nil {
 		return err
 	}
-	if r.FullSecs, r.FullCPU, r.DuringFull, err = e.rebuildUnderLoad(ctx, v, fresh, false, limit, client); err != nil {
+	if r.FullSecs, r.FullCPU, r.DuringFull, err = e.rebuildUnderLoad(ctx, v, fresh, false, limit, client, o.profile); err != nil {
 		return err
 	}
 	r.FullMiBps = float64(r.DataBytes) / (1 << 20) / r.FullSecs
@@ -177,7 +180,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if err != nil {
 		return err
 	}
-	r.DeltaSecs, r.DeltaCPU, r.DuringDelta, err = e.rebuildUnderLoad(ctx, v, back, true, limit, client)
+	r.DeltaSecs, r.DeltaCPU, r.DuringDelta, err = e.rebuildUnderLoad(ctx, v, back, true, limit, client, o.profile)
 	return err
 }
 
@@ -206,8 +209,10 @@ func (e *env) dropReplica(ctx context.Context, v *volume, rep *replica) error {
 // rebuild, limit its bandwidth limit in MB/s) while the client load runs,
 // and returns the rebuild's time, the CPU seconds the volume's processes
 // (engine, replicas) used meanwhile (the client's I/O included) and the
-// client's result over it (fio is interrupted when the rebuild ends).
-func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fast bool, limit int64, client []string) (float64, float64, FioResult, error) {
+// client's result over it (fio is interrupted when the rebuild ends);
+// with prof, CPU profiles of that length of each process from the start.
+func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fast bool, limit int64, client []string,
+	prof time.Duration) (float64, float64, FioResult, error) {
 	if err := waitReplica(ctx, rep); err != nil {
 		return 0, 0, FioResult{}, err
 	}
@@ -229,11 +234,16 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 	for _, r := range v.replicas {
 		pids = append(pids, r.Pid())
 	}
+	waitProf := func() {}
+	if prof > 0 {
+		waitProf = profileProcs(ctx, e.dir, rep.Name, v.pprofAddrs(), prof)
+	}
 	cpu0 := cpuSeconds(pids)
 	t0 := time.Now()
 	err := addReplica(ctx, v, rep.addr, fast, limit)
 	secs := time.Since(t0).Seconds()
 	cpu := cpuSeconds(pids) - cpu0
+	waitProf()
 	stopFio()
 	if err != nil {
 		return 0, 0, FioResult{}, err

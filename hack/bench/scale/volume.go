@@ -63,6 +63,17 @@ func (v *volume) enginePid() int {
 	return v.enginePID
 }
 
+// pprofAddrs names the --pprof-listen address of v's engine ("engine")
+// and of each replica ("r<i>", in list order; the last is the one being
+// rebuilt when a rebuild runs).
+func (v *volume) pprofAddrs() map[string]string {
+	out := map[string]string{"engine": v.pprof}
+	for i, r := range v.replicas {
+		out["r"+strconv.Itoa(i)] = r.pprof
+	}
+	return out
+}
+
 // startReplica starts a replica process on dir (created if missing) with
 // extra environment variables.
 func (e *env) startReplica(ctx context.Context, name, dir string, size int64, extra []string) (*replica, error) {
