@@ -33,3 +33,25 @@ func BenchmarkCRC64Stdlib(b *testing.B) {
 		crc64.Checksum(buf, crcTable)
 	}
 }
+
+// TestCRCStep: the shift-and-XOR step is the slicing-by-8 step of the
+// standard library's CRC-64/ISO table (the register after 8 zero bytes).
+func TestCRCStep(t *testing.T) {
+	tab := crc64.MakeTable(crc64.ISO)
+	byTable := func(r uint64) uint64 {
+		for i := 0; i < 8; i++ {
+			r = tab[byte(r)] ^ r>>8
+		}
+		return r
+	}
+	rng := rand.New(rand.NewSource(9))
+	for i := 0; i < 100000; i++ {
+		v := rng.Uint64()
+		if i < 64 {
+			v = 1 << i
+		}
+		if got, want := crcStep(v), byTable(v); got != want {
+			t.Fatalf("crcStep(%#x) = %#x, want %#x", v, got, want)
+		}
+	}
+}
