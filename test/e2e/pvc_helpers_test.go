@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // PVC scenarios (issue 15): workloads in their own namespace use PVCs of
@@ -325,10 +326,17 @@ func statefulSet(name string, n int32, sc string, tmpl *corev1.Pod) *appsv1.Stat
 func (e *pvcEnv) scale(name string, n int32) {
 	e.t.Helper()
 	sets := e.f.Kube.AppsV1().StatefulSets(pvcNamespace)
-	s, err := sets.Get(e.ctx, name, metav1.GetOptions{})
-	e.must(err)
-	s.Spec.Replicas = &n
-	_, err = sets.Update(e.ctx, s, metav1.UpdateOptions{})
+	// The StatefulSet controller writes the object's status meanwhile: an
+	// update from an older read is a conflict, read again and retry.
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		s, err := sets.Get(e.ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		s.Spec.Replicas = &n
+		_, err = sets.Update(e.ctx, s, metav1.UpdateOptions{})
+		return err
+	})
 	e.must(err)
 	var last string
 	err = wait.PollUntilContextTimeout(e.ctx, 500*time.Millisecond, podTimeout, true, func(ctx context.Context) (bool, error) {

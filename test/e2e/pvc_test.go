@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/wait"
+	"k8s.io/client-go/util/retry"
 )
 
 // TestPVCExamples applies Longhorn's example manifests unchanged:
@@ -119,10 +120,16 @@ func TestPVCXFSExpandOnline(t *testing.T) {
 	e.writeFile("xfs-0", "data.bin", data)
 	before := e.fsBytes("xfs-0")
 
-	c, err := e.f.Kube.CoreV1().PersistentVolumeClaims(pvcNamespace).Get(e.ctx, "xfs", metav1.GetOptions{})
-	e.must(err)
-	c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("640Mi")
-	_, err = e.f.Kube.CoreV1().PersistentVolumeClaims(pvcNamespace).Update(e.ctx, c, metav1.UpdateOptions{})
+	claims := e.f.Kube.CoreV1().PersistentVolumeClaims(pvcNamespace)
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error { // controllers write the claim too
+		c, err := claims.Get(e.ctx, "xfs", metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		c.Spec.Resources.Requests[corev1.ResourceStorage] = resource.MustParse("640Mi")
+		_, err = claims.Update(e.ctx, c, metav1.UpdateOptions{})
+		return err
+	})
 	e.must(err)
 	t0 := time.Now()
 	var after int64
