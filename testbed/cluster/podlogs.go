@@ -18,7 +18,8 @@ const longhornKinds = "volumes.longhorn.io,engines.longhorn.io,replicas.longhorn
 
 // SavePodLogs writes the logs of every pod of namespace (all containers,
 // with timestamps) to <state>/logs/pods/<pod>.log and the Longhorn objects
-// of the namespace to <state>/logs/pods/longhorn-objects.yaml, replacing
+// of the namespace to <state>/logs/pods/longhorn-objects.yaml and its
+// events to events.txt there, replacing
 // an earlier save. Meant for a failed run before the cluster goes: the
 // control plane's logs outlive the cluster, the pods' would not. It
 // returns the directory; an error only when the pods cannot be listed.
@@ -41,5 +42,9 @@ func SavePodLogs(c *Config, namespace string) (string, error) {
 	}
 	objs, _ := c.Kubectl(ctx, "get", "-n", namespace, "-o", "yaml", longhornKinds).CombinedOutput()
 	_ = os.WriteFile(filepath.Join(dir, "longhorn-objects.yaml"), objs, 0o644)
+	// The events say what the controllers decided (ReusingReplica,
+	// Replenishing, Evicting, ...) where the logs at info level do not.
+	events, _ := c.Kubectl(ctx, "get", "events", "-n", namespace, "--sort-by=.lastTimestamp", "-o", "wide").CombinedOutput()
+	_ = os.WriteFile(filepath.Join(dir, "events.txt"), events, 0o644)
 	return dir, nil
 }
