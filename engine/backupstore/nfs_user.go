@@ -84,7 +84,16 @@ const dialAttempts = 10
 // retries a taken one only for the reserved range, so a collision with
 // another connection's port (EADDRINUSE) is retried here.
 func (d *userNFS) dial(prog uint32, vers uint32, port int) (*rpc.Client, error) {
+	// The library trusts the peer's record marks (see maxRPCRecord).
 	var err error
+	if port != 0 {
+		err = probeRPC(d.t.host, port, prog, vers)
+	} else {
+		err = probeRPC(d.t.host, portmapperPort, portmapperProg, portmapperVers)
+	}
+	if err != nil {
+		return nil, err
+	}
 	for attempt := 0; attempt < dialAttempts; attempt++ {
 		var c *rpc.Client
 		if port != 0 {

@@ -82,9 +82,11 @@ func testChartConfigMaps(t *testing.T, c *cluster) {
 		return sc.Parameters["numberOfReplicas"] == "2", fmt.Sprintf("%+v", sc.Parameters)
 	})
 
+	// The target's address is a loopback one nothing serves: the managers
+	// poll it, and their traffic stays on the machine.
 	rsDoc := manifestDoc(t, "longhorn-default-resource")
 	rsDoc = strings.Replace(rsDoc, "default-resource.yaml: |-",
-		"default-resource.yaml: |-\n    backup-target: \"nfs://10.99.0.250:/backups\"\n    backupstore-poll-interval: \"60\"", 1)
+		"default-resource.yaml: |-\n    backup-target: \"nfs://127.0.0.254:/backups\"\n    backupstore-poll-interval: \"60\"", 1)
 	if out, err := c.kubectl(rsDoc, "apply", "-f", "-"); err != nil {
 		t.Fatalf("apply longhorn-default-resource: %v\n%s", err, out)
 	}
@@ -93,7 +95,7 @@ func testChartConfigMaps(t *testing.T, c *cluster) {
 		if err != nil {
 			return false, err.Error()
 		}
-		return bt.Spec.BackupTargetURL == "nfs://10.99.0.250:/backups" && bt.Spec.PollInterval.Duration == time.Minute,
+		return bt.Spec.BackupTargetURL == "nfs://127.0.0.254:/backups" && bt.Spec.PollInterval.Duration == time.Minute,
 			fmt.Sprintf("%+v", bt.Spec)
 	})
 }
