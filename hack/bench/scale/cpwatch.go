@@ -43,46 +43,30 @@ type waiter struct {
 	at   chan time.Time
 }
 
+// handler calls on(obj, deleted) for every add, update and delete.
+func handler(on func(o any, deleted bool)) cache.ResourceEventHandlerFuncs {
+	return cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { on(o, false) },
+		UpdateFunc: func(_, o any) { on(o, false) },
+		DeleteFunc: func(o any) { on(o, true) },
+	}
+}
+
 // startTracker starts the informers and waits for their caches.
 func startTracker(ctx context.Context, lh versioned.Interface) (*tracker, error) {
 	t := &tracker{vols: map[string]*volView{}, waiters: map[string][]*waiter{},
 		imProcs: map[string]map[string]longhorn.InstanceState{}, procs: map[string]longhorn.InstanceState{}}
 	f := externalversions.NewSharedInformerFactoryWithOptions(lh, 0, externalversions.WithNamespace(framework.Namespace))
-	vi := f.Longhorn().V1beta2().Volumes().Informer()
-	ei := f.Longhorn().V1beta2().Engines().Informer()
-	ri := f.Longhorn().V1beta2().Replicas().Informer()
-	ii := f.Longhorn().V1beta2().InstanceManagers().Informer()
-	vh := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.volume(o, false) },
-		UpdateFunc: func(_, o any) { t.volume(o, false) },
-		DeleteFunc: func(o any) { t.volume(o, true) },
-	}
-	eh := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.engine(o, false) },
-		UpdateFunc: func(_, o any) { t.engine(o, false) },
-		DeleteFunc: func(o any) { t.engine(o, true) },
-	}
-	if _, err := vi.AddEventHandler(vh); err != nil {
-		return nil, err
-	}
-	if _, err := ei.AddEventHandler(eh); err != nil {
-		return nil, err
-	}
-	rh := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.replica(o, false) },
-		UpdateFunc: func(_, o any) { t.replica(o, false) },
-		DeleteFunc: func(o any) { t.replica(o, true) },
-	}
-	if _, err := ri.AddEventHandler(rh); err != nil {
-		return nil, err
-	}
-	ih := cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.instanceManager(o, false) },
-		UpdateFunc: func(_, o any) { t.instanceManager(o, false) },
-		DeleteFunc: func(o any) { t.instanceManager(o, true) },
-	}
-	if _, err := ii.AddEventHandler(ih); err != nil {
-		return nil, err
+	v1 := f.Longhorn().V1beta2()
+	for inf, on := range map[cache.SharedIndexInformer]func(any, bool){
+		v1.Volumes().Informer():          t.volume,
+		v1.Engines().Informer():          t.engine,
+		v1.Replicas().Informer():         t.replica,
+		v1.InstanceManagers().Informer(): t.instanceManager,
+	} {
+		if _, err := inf.AddEventHandler(handler(on)); err != nil {
+			return nil, err
+		}
 	}
 	f.Start(ctx.Done())
 	for typ, ok := range f.WaitForCacheSync(ctx.Done()) {
