@@ -110,7 +110,8 @@ func (e *env) startVolumesIM(ctx context.Context, im *instanceManager, prefix st
 		}
 		r.pprof = "127.0.0.1:" + strconv.Itoa(pp)
 		spec := engineapi.ReplicaInstanceSpec(engineapi.ReplicaOptions{Name: v.name + "-r0", VolumeName: v.name, DataDir: r.dir,
-			Size: size, ListenHost: "127.0.0.1", ExtraArgs: []string{"--pprof-listen", r.pprof}})
+			Size: size, ListenHost: "127.0.0.1", ExtraArgs: []string{"--pprof-listen", r.pprof},
+			DisableRevisionCounter: !e.revisionCounter})
 		if _, err := im.client.InstanceCreate(ctx, spec); err != nil {
 			return vs, err
 		}
@@ -147,7 +148,7 @@ func (e *env) startEngineIM(ctx context.Context, im *instanceManager, v *volume)
 	v.uri = "nbd+unix:///" + v.name + "?socket=" + sock
 	spec := engineapi.EngineInstanceSpec(engineapi.EngineOptions{Name: v.name + "-e", VolumeName: v.name, Size: v.size,
 		Frontend: "nbd", FrontendArgs: []string{"--nbd-listen", "unix:" + sock}, Replicas: []string{r.addr},
-		ListenHost: "127.0.0.1", ExtraArgs: []string{"--pprof-listen", v.pprof}})
+		ListenHost: "127.0.0.1", ExtraArgs: append([]string{"--pprof-listen", v.pprof}, e.counterArgs()...)})
 	_, err = im.client.InstanceCreate(ctx, spec)
 	return err
 }

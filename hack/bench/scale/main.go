@@ -39,7 +39,7 @@ type options struct {
 	cost                                            costOptions
 	rebuild                                         rebuildOptions
 	cp                                              cpOptions
-	keep                                            bool
+	keep, revisionCounter                           bool
 }
 
 func parseFlags() options {
@@ -59,8 +59,10 @@ func parseFlags() options {
 	flag.DurationVar(&o.rebuild.quiet, "quiet", 10*time.Second, "part 2: QD1 latency window without a rebuild")
 	flag.StringVar(&o.rebuild.alt, "longhorn-alt", "", "part 2: a second longhorn binary measured right after the first at each size (A/B)")
 	flag.Int64Var(&o.rebuild.limit, "rebuild-limit", 0, "part 2: MB/s (2^20 B/s) of a limited variant measured after the unlimited one at each size (e.g. 40), 0 = none")
+	flag.BoolVar(&o.rebuild.counter, "rebuild-counter", false, "part 2: a variant with the revision counter on, measured after the others at each size (A/B)")
 	flag.DurationVar(&o.rebuild.profile, "rebuild-profile", 0, "part 2: CPU profiles of this length of the volume's processes from the start of each rebuild, pprof-*.pb.gz in -dir (with -keep)")
 	flag.BoolVar(&o.keep, "keep", false, "keep the directory (logs, fio outputs)")
+	flag.BoolVar(&o.revisionCounter, "revision-counter", false, "parts 1-2: run the engines and replicas with the revision counter on (default off: Longhorn's disable-revision-counter defaults to true for v1 volumes)")
 	flag.IntVar(&o.cp.volumes, "cp-volumes", 300, "part 3: volumes created")
 	flag.IntVar(&o.cp.attach, "cp-attach", 30, "part 3: volumes attached (round-robin over the nodes)")
 	flag.IntVar(&o.cp.replicas, "cp-replicas", 2, "part 3: replicas per volume")
@@ -128,7 +130,7 @@ func run(ctx context.Context, o options) error {
 		defer os.RemoveAll(dir)
 	}
 	defer waitRemoved()
-	e := &env{dir: dir, longhorn: o.longhorn, procs: &benchproc.Procs{Dir: dir}, ports: &ports{}}
+	e := &env{dir: dir, longhorn: o.longhorn, procs: &benchproc.Procs{Dir: dir}, ports: &ports{}, revisionCounter: o.revisionCounter}
 	defer e.procs.StopAll()
 	rep := Report{Time: time.Now().UTC(), Uptime: loadAvg()}
 	start := time.Now()

@@ -38,6 +38,9 @@ type rebuildOptions struct {
 	quiet time.Duration // length of the client load without a rebuild
 	alt   string        // a second longhorn binary, measured after the first at each size (A/B)
 	limit int64         // MB/s of the limited variant, 0 = none
+	// counter adds a variant with the revision counter on (A/B against
+	// the default, which runs without it unless -revision-counter).
+	counter bool
 	// profile, when set, is the length of the CPU profiles taken of the
 	// volume's processes from the start of each rebuild (profile.go).
 	profile time.Duration
@@ -47,16 +50,21 @@ type rebuildOptions struct {
 type rebuildVariant struct {
 	name, bin string
 	limit     int64
+	counter   bool // revision counter on
 }
 
-// variants lists the runs of one size: unlimited, limited (o.limit), alt.
+// variants lists the runs of one size: unlimited, limited (o.limit), alt,
+// counter (o.counter).
 func (o rebuildOptions) variants(bin string) []rebuildVariant {
-	out := []rebuildVariant{{"default", bin, 0}}
+	out := []rebuildVariant{{name: "default", bin: bin}}
 	if o.limit > 0 {
-		out = append(out, rebuildVariant{"limit", bin, o.limit})
+		out = append(out, rebuildVariant{name: "limit", bin: bin, limit: o.limit})
 	}
 	if o.alt != "" {
-		out = append(out, rebuildVariant{"alt", o.alt, 0})
+		out = append(out, rebuildVariant{name: "alt", bin: o.alt})
+	}
+	if o.counter {
+		out = append(out, rebuildVariant{name: "counter", bin: bin, counter: true})
 	}
 	return out
 }
@@ -64,7 +72,8 @@ func (o rebuildOptions) variants(bin string) []rebuildVariant {
 // RebuildRun is one data size's rebuild measurement.
 type RebuildRun struct {
 	DataBytes   int64     `json:"data_bytes"`
-	Binary      string    `json:"binary"`         // "default", "limit" (-rebuild-limit) or "alt" (-longhorn-alt)
+	Binary      string    `json:"binary"` // "default", "limit" (-rebuild-limit), "alt" (-longhorn-alt) or "counter" (-rebuild-counter)
+	Counter     bool      `json:"revision_counter"`
 	LimitMBps   int64     `json:"limit_mb_per_s"` // rebuild bandwidth limit, 0 = none
 	Disk        FioResult `json:"disk_seqwrite"`  // the physical limit
 	FullSecs    float64   `json:"full_s"`
@@ -92,8 +101,9 @@ func runRebuild(ctx context.Context, e *env, o rebuildOptions, w io.Writer) []Re
 			fmt.Fprintf(w, "  part 2: %d MiB of data, %s (limit %d MB/s) ...", d>>20, vr.name, vr.limit)
 			eb := *e
 			eb.longhorn = vr.bin
+			eb.revisionCounter = e.revisionCounter || vr.counter
 			r := rebuildOnce(ctx, &eb, o, d, vr)
-			r.Binary, r.LimitMBps = vr.name, vr.limit
+			r.Binary, r.LimitMBps, r.Counter = vr.name, vr.limit, eb.revisionCounter
 			if r.Err != "" {
 				fmt.Fprintf(w, " error: %s\n", r.Err)
 			} else {
@@ -288,7 +298,8 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 	if len(runs) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nPart 2: rebuild of 1 of 3 replicas (data in 64 KiB extents, 64 KiB holes; client 4 KiB randwrite QD1)")
+	fmt.Fprintf(w, "\nPart 2: rebuild of 1 of 3 replicas (data in 64 KiB extents, 64 KiB holes; client 4 KiB randwrite QD1; revision counter %s)\n",
+		onOff(runs[0].Counter, "on", "off (variant counter: on)"))
 	fmt.Fprintf(w, "%8s %-7s %6s %10s %14s %9s %8s %10s %10s %10s %10s | %s\n", "data", "variant", "MB/s", "disk MiB/s", "full s (MiB/s)", "x disk", "delta s",
 		"x full", "p99 quiet", "full/delta", "cpu s f/d", "loadavg")
 	for _, r := range runs {
@@ -308,6 +319,14 @@ func printRebuild(w io.Writer, runs []RebuildRun) {
 	}
 	fmt.Fprintf(w, "Targets: full >= %.1fx disk seq write, delta <= %.1fx full time, client p99 <= %.0fx without a rebuild\n",
 		targetFullVsDisk, targetDeltaVsFull, targetP99)
+}
+
+// onOff is on when b, else off.
+func onOff(b bool, on, off string) string {
+	if b {
+		return on
+	}
+	return off
 }
 
 // mark is "ok" or "MISS" for a target.

@@ -22,6 +22,19 @@ type env struct {
 	longhorn string
 	procs    *benchproc.Procs
 	ports    *ports
+	// revisionCounter runs the engines and replicas with the revision
+	// counter on (-revision-counter). Off by default, as the product runs
+	// v1 volumes: Longhorn's disable-revision-counter defaults to true.
+	revisionCounter bool
+}
+
+// counterArgs are the engine's and replica's revision-counter flags:
+// --disable-revision-counter unless e.revisionCounter.
+func (e *env) counterArgs() []string {
+	if e.revisionCounter {
+		return nil
+	}
+	return []string{"--disable-revision-counter"}
 }
 
 // replica is one `longhorn engine replica` process.
@@ -86,8 +99,9 @@ func (e *env) startReplica(ctx context.Context, name, dir string, size int64, ex
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(port)
 	r := &replica{dir: dir, addr: "tcp://" + addr, pprof: "127.0.0.1:" + strconv.Itoa(port+replicaPorts)}
-	r.Proc, err = e.procs.Start(name, extra, e.longhorn, "engine", "replica", dir, "--size", strconv.FormatInt(size, 10),
-		"--listen", addr, "--pprof-listen", r.pprof)
+	args := append([]string{"engine", "replica", dir, "--size", strconv.FormatInt(size, 10),
+		"--listen", addr, "--pprof-listen", r.pprof}, e.counterArgs()...)
+	r.Proc, err = e.procs.Start(name, extra, e.longhorn, args...)
 	if err != nil {
 		return nil, err
 	}
@@ -128,6 +142,7 @@ func (e *env) startEngine(v *volume, extra []string) error {
 	for _, r := range v.replicas {
 		args = append(args, "--replica", r.addr)
 	}
+	args = append(args, e.counterArgs()...)
 	v.engine, err = e.procs.Start(v.name+"-engine", extra, e.longhorn, args...)
 	return err
 }
