@@ -96,11 +96,8 @@ func (r *Receiver) expire() {
 }
 
 // track counts requests in flight; the idle timer runs only while none is.
-// Every request is served at the copy's lowered priority (background: the
-// connection's goroutine keeps its thread until the connection ends).
 func (r *Receiver) track(h http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		background()
 		r.mu.Lock()
 		r.active++
 		r.idle.Stop()

@@ -371,7 +371,6 @@ func (s *sender) run(ctx context.Context, size int64, holes, existed bool) error
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			background()
 			for j := range jobs {
 				if err := s.do(ctx, j, existed); err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })

@@ -68,7 +68,6 @@ func (s *sender) runJobs(ctx context.Context, jobs []packedJob) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			background()
 			for j := range next {
 				if err := s.doPacked(ctx, j); err != nil {
 					cancel(err)
