@@ -31,7 +31,9 @@ bench-dataplane: build ## data-plane fio benchmark vs fio-direct, nbdkit, engine
 #            make bench-scale SCALE_PARTS=3 SCALE_FLAGS='-cp-volumes 60 -cp-attach 6'
 # A/B arms:  SCALE_FLAGS='-variants all' (part 1: also the bench starting the
 #            processes itself, and without the memory trim), '-rebuild-limit 40'
-#            and '-longhorn-alt BIN' (part 2), '-cp-alt-image ARCHIVE' (part 3)
+#            '-longhorn-alt BIN' and '-rebuild-counter' (part 2: the revision
+#            counter on; parts 1-2 run without it by default, as the product's
+#            v1 volumes do), '-cp-alt-image ARCHIVE' (part 3)
 SCALE_PARTS ?= 1,2,3
 SCALE_JSON  ?= $(BIN)/bench-scale.json
 SCALE_FLAGS ?=
