@@ -58,8 +58,11 @@ func TestOSProcessCgroups(t *testing.T) {
 	if _, err := m.Create(listenerSpec(t, "e-plain", 1), Meta{Type: "engine"}); err != nil {
 		t.Fatal(err)
 	}
-	lr := waitEvent(t, sub, "limited running", named("r-limited", StateRunning, false))
-	pr := waitEvent(t, sub, "plain running", named("e-plain", StateRunning, false))
+	// Both start at once and either may run first (the limited one has
+	// 0.3 CPU): wait for the two events in whatever order they come.
+	both := waitEvents(t, sub, "limited and plain running",
+		named("r-limited", StateRunning, false), named("e-plain", StateRunning, false))
+	lr, pr := both[0], both[1]
 	ldirs := procCgroupDirs(t, layout, lr.Status.PID)
 	pdirs := procCgroupDirs(t, layout, pr.Status.PID)
 	for c, d := range ldirs {
@@ -219,4 +222,31 @@ func TestCgroupFailureWithoutLimits(t *testing.T) {
 	if _, err := m.Create(limited, Meta{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Fatalf("limits without a group: %v", err)
 	}
+}
+
+// waitEvents waits up to 5 s for one event matching each of conds, in any
+// order, and returns them in the order of conds.
+func waitEvents(t *testing.T, sub *Subscription, what string, conds ...func(Info) bool) []Info {
+	t.Helper()
+	out, seen := make([]Info, len(conds)), make([]bool, len(conds))
+	left := len(conds)
+	timeout := time.After(5 * time.Second)
+	for left > 0 {
+		select {
+		case ev, ok := <-sub.C():
+			if !ok {
+				t.Fatalf("waiting for %s: subscription closed", what)
+			}
+			for i, c := range conds {
+				if !seen[i] && c(ev) {
+					out[i], seen[i] = ev, true
+					left--
+					break
+				}
+			}
+		case <-timeout:
+			t.Fatalf("waiting for %s: timeout (seen %v)", what, seen)
+		}
+	}
+	return out
 }
