@@ -223,30 +223,3 @@ func TestCgroupFailureWithoutLimits(t *testing.T) {
 		t.Fatalf("limits without a group: %v", err)
 	}
 }
-
-// waitEvents waits up to 5 s for one event matching each of conds, in any
-// order, and returns them in the order of conds.
-func waitEvents(t *testing.T, sub *Subscription, what string, conds ...func(Info) bool) []Info {
-	t.Helper()
-	out, seen := make([]Info, len(conds)), make([]bool, len(conds))
-	left := len(conds)
-	timeout := time.After(5 * time.Second)
-	for left > 0 {
-		select {
-		case ev, ok := <-sub.C():
-			if !ok {
-				t.Fatalf("waiting for %s: subscription closed", what)
-			}
-			for i, c := range conds {
-				if !seen[i] && c(ev) {
-					out[i], seen[i] = ev, true
-					left--
-					break
-				}
-			}
-		case <-timeout:
-			t.Fatalf("waiting for %s: timeout (seen %v)", what, seen)
-		}
-	}
-	return out
-}

@@ -130,20 +130,34 @@ func newFakeManager(t *testing.T, mod func(*Config)) (*Manager, *fakeExec, *fake
 // waitEvent reads sub until an event satisfies cond, failing after 5 s.
 func waitEvent(t *testing.T, sub *Subscription, what string, cond func(Info) bool) Info {
 	t.Helper()
+	return waitEvents(t, sub, what, cond)[0]
+}
+
+// waitEvents waits up to 5 s for one event matching each of conds, in any
+// order, and returns them in the order of conds.
+func waitEvents(t *testing.T, sub *Subscription, what string, conds ...func(Info) bool) []Info {
+	t.Helper()
+	out, seen := make([]Info, len(conds)), make([]bool, len(conds))
+	left := len(conds)
 	timeout := time.After(5 * time.Second)
-	for {
+	for left > 0 {
 		select {
 		case ev, ok := <-sub.C():
 			if !ok {
 				t.Fatalf("waiting for %s: subscription closed", what)
 			}
-			if cond(ev) {
-				return ev
+			for i, c := range conds {
+				if !seen[i] && c(ev) {
+					out[i], seen[i] = ev, true
+					left--
+					break
+				}
 			}
 		case <-timeout:
-			t.Fatalf("waiting for %s: timeout", what)
+			t.Fatalf("waiting for %s: timeout (seen %v)", what, seen)
 		}
 	}
+	return out
 }
 
 func named(name string, st State, deleted bool) func(Info) bool {

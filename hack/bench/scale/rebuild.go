@@ -236,11 +236,7 @@ func (e *env) rebuildUnderLoad(ctx context.Context, v *volume, rep *replica, fas
 		return 0, 0, FioResult{}, err
 	}
 	v.replicas = append(v.replicas, rep)
-	pids := []int{v.engine.Pid()}
-	for _, r := range v.replicas {
-		pids = append(pids, r.Pid())
-	}
-	return underLoad(ctx, e.dir, "client-"+rep.Name, client, pids, func() error {
+	return underLoad(ctx, e.dir, "client-"+rep.Name, client, v.pids(), func() error {
 		waitProf := func() {}
 		if prof > 0 {
 			waitProf = profileProcs(ctx, e.dir, rep.Name, v.pprofAddrs(), prof)
@@ -260,7 +256,7 @@ const clientStart = 300 * time.Millisecond
 
 // underLoad runs act while the client load (fio options, time-based, no
 // ramp) runs under the name name, and returns act's time, the CPU seconds
-// the processes pids used meanwhile and the client's result over the whole
+// the processes pids used meanwhile (0 for none) and the client's result over the whole
 // run (fio is interrupted when act returns).
 func underLoad(ctx context.Context, dir, name string, client []string, pids []int, act func() error) (float64, float64, FioResult, error) {
 	out := filepath.Join(dir, "fio-"+name+".json")
@@ -302,11 +298,7 @@ func underLoad(ctx context.Context, dir, name string, client []string, pids []in
 func (e *env) plainWriteUnderLoad(ctx context.Context, v *volume, client []string, d int64, mibps float64) (FioResult, error) {
 	f := filepath.Join(e.dir, "plain-write.img")
 	defer removeLater(f)
-	pids := []int{v.engine.Pid()}
-	for _, r := range v.replicas {
-		pids = append(pids, r.Pid())
-	}
-	_, _, res, err := underLoad(ctx, e.dir, "client-plain-"+v.name, client, pids, func() error {
+	_, _, res, err := underLoad(ctx, e.dir, "client-plain-"+v.name, client, nil, func() error {
 		_, err := runFio(ctx, e.dir, "plain-write-"+v.name, false, 10*time.Minute, "--filename="+f, "--ioengine=psync",
 			"--rw=write", "--bs=1M", "--size="+strconv.FormatInt(d, 10), "--end_fsync=1",
 			"--rate="+strconv.FormatInt(max(1, int64(mibps)), 10)+"m")

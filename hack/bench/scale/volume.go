@@ -76,6 +76,15 @@ func (v *volume) enginePid() int {
 	return v.enginePID
 }
 
+// pids are the pids of v's engine and replicas (enginePid, replica.PID).
+func (v *volume) pids() []int {
+	out := []int{v.enginePid()}
+	for _, r := range v.replicas {
+		out = append(out, r.PID())
+	}
+	return out
+}
+
 // pprofAddrs names the --pprof-listen address of v's engine ("engine")
 // and of each replica ("r<i>", in list order; the last is the one being
 // rebuilt when a rebuild runs).
