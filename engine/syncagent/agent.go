@@ -201,6 +201,9 @@ func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*
 	}
 	a.log.WithFields(logrus.Fields{"file": req.GetFromFileName(), "sent": st.Sent, "skipped": st.Skipped,
 		"holes": st.Holes, "took": time.Since(t0).Round(time.Millisecond).String()}).Info("sync agent: file sent")
+	if st.Unhashed {
+		a.hashLater(p)
+	}
 	return &emptypb.Empty{}, nil
 }
 

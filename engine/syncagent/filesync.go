@@ -348,6 +348,7 @@ func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClie
 	if err := recv.Err(); err != nil {
 		return fmt.Errorf("receive %s: %w", fi.GetToFileName(), err)
 	}
+	a.hashLater(recv.path) // a local copy recorded no checksum here
 	return nil
 }
 

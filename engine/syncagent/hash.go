@@ -9,8 +9,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"runtime"
 	"time"
 
+	"github.com/sirupsen/logrus"
 	"golang.org/x/sys/unix"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -92,6 +94,42 @@ func (a *Agent) hashLocked(ctx context.Context, path string, rehash bool) (strin
 	}
 	defer unlock()
 	return HashDisk(ctx, path, rehash)
+}
+
+// hashLater hashes the snapshot disk file at path in the background when
+// it has no current record (a local copy skipped the hash: see
+// SendStats.Unhashed), so the next fast rebuild can skip the file whole;
+// the rebuild does not wait for it. It takes the node's hash lock and runs
+// on a thread at nice 19 (the client's I/O comes first); it stops with
+// the agent. Does nothing for other files or once the agent is closed.
+func (a *Agent) hashLater(path string) {
+	if !isSnapshotDisk(path) {
+		return
+	}
+	if _, _, err := CurrentRecorded(path); err == nil {
+		return
+	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if a.ctx.Err() != nil {
+		return
+	}
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		// Not unlocked: the runtime ends the niced thread with the goroutine.
+		runtime.LockOSThread()
+		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
+		t0 := time.Now()
+		sum, _, err := a.hashLocked(a.ctx, path, false)
+		log := a.log.WithField("file", filepath.Base(path))
+		if err != nil {
+			log.WithError(err).Warn("sync agent: hashing the synced snapshot failed")
+			return
+		}
+		log.WithFields(logrus.Fields{"checksum": sum, "took": time.Since(t0).Round(time.Millisecond).String()}).
+			Info("sync agent: synced snapshot hashed")
+	}()
 }
 
 // HashDisk returns the checksum of the disk file at path and whether it is

@@ -224,6 +224,13 @@ func testSendFilePacked(t *testing.T, local bool) {
 	if local && st.Sent != 6*per*k {
 		t.Fatalf("local: wrote %d bytes", st.Sent)
 	}
+	// A local copy does not hash on the way (the agents hash both files
+	// afterwards: TestHashLater); over HTTP close carries the checksum.
+	_, _, srcErr := CurrentRecorded(src)
+	_, _, dstErr := CurrentRecorded(dst)
+	if st.Unhashed != local || (srcErr == nil) == local || (dstErr == nil) == local {
+		t.Fatalf("local %v: Unhashed %v, source record: %v, receiver record: %v", local, st.Unhashed, srcErr, dstErr)
+	}
 	if r.Processed() != st.Sent+st.Skipped {
 		t.Fatalf("receiver processed %d, want %d", r.Processed(), st.Sent+st.Skipped)
 	}

@@ -51,6 +51,11 @@ type SendStats struct {
 	Sent    int64 // data bytes sent with writeData
 	Skipped int64 // data bytes whose checksum already matched (or the whole file, fast path)
 	Holes   int64 // bytes punched on the receiver
+	// Unhashed: a snapshot disk file without a current record was copied
+	// locally (local.go) without hashing it on the way, so neither side
+	// recorded a checksum; the caller hashes both files afterwards
+	// (Agent.hashLater), off the rebuild's critical path.
+	Unhashed bool
 }
 
 // Retry policy of the data requests (sparse-tools client): sendHole,
@@ -277,6 +282,8 @@ type sender struct {
 	dst       *os.File
 	// crc, when set, hashes every data range read (hashWhileSending).
 	crc *crcPieces
+	// unhashed: crc was dropped for a local copy (SendStats.Unhashed).
+	unhashed bool
 	// pace, when set, paces the writeData bodies (opts.BandwidthLimit).
 	pace *rate.Limiter
 
@@ -284,7 +291,7 @@ type sender struct {
 }
 
 func (s *sender) stats() SendStats {
-	return SendStats{Sent: s.sent.Load(), Skipped: s.skipped.Load(), Holes: s.holes.Load()}
+	return SendStats{Sent: s.sent.Load(), Skipped: s.skipped.Load(), Holes: s.holes.Load(), Unhashed: s.unhashed}
 }
 
 // open asks the receiver to open the file with size bytes and returns
