@@ -167,7 +167,9 @@ func hashRecord(ctx context.Context, path string, rec RecordedMetadata) Recorded
 // it, for a snapshot disk file without a current record, and returns the
 // file's change time before the transfer. The receiver records the
 // checksum close carries, so the next fast rebuild of that replica skips
-// the file whole instead of comparing it range by range.
+// the file whole instead of comparing it range by range. A local copy
+// drops the hash again (runPacked; SendStats.Unhashed): both agents hash
+// their file after the transfer instead (Agent.hashLater).
 func (s *sender) hashWhileSending(path string, rec RecordedMetadata) string {
 	if !isSnapshotDisk(path) || isCurrent(path, rec) {
 		return ""
