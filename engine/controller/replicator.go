@@ -471,10 +471,15 @@ func (r *replicator) fanout(typ dataconn.MsgType, p []byte, off int64, size uint
 }
 
 // fanoutOnce starts the request on every target, then waits for each,
-// recording the first error per target in errs. A write to an RW replica
-// this engine can write directly (dataconn.Client.WriteDirect) is done here
+// recording the first error per target in errs. A write to a replica this
+// engine can write directly (dataconn.Client.WriteDirect) is done here
 // after the others were started, and goes to the replica when the direct
-// write declines.
+// write declines. That includes a WO replica being rebuilt: its head takes
+// the volume's writes as an RW one's does (the rebuild syncs the snapshot
+// files below it, and the reload at its end moves the view's sequence
+// number, so a direct write never lands in a store that changed), and the
+// client's writes skip a round trip through the replica process while the
+// rebuild's copy keeps the CPUs busy.
 func (r *replicator) fanoutOnce(targets []*backend, errs []error, typ dataconn.MsgType, p []byte, off int64, size uint32) {
 	var ops [maxFanout]*dataconn.Op
 	var direct [maxFanout]bool
@@ -482,7 +487,7 @@ func (r *replicator) fanoutOnce(targets []*backend, errs []error, typ dataconn.M
 		if errs[i] != nil {
 			continue
 		}
-		if typ == dataconn.TypeWrite && b.getMode() == ModeRW && b.data.DirectCapable() {
+		if typ == dataconn.TypeWrite && b.data.DirectCapable() {
 			direct[i] = true
 			continue
 		}

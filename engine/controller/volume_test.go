@@ -199,14 +199,23 @@ func TestStartSalvagePicksOneReplica(t *testing.T) {
 }
 
 // TestRebuildWhileWriting adds a fresh replica to a 2-replica volume while a
-// writer keeps writing; afterwards every replica reads back the model.
+// writer keeps writing; afterwards every replica reads back the model. Half
+// of the writes are 4 KiB-aligned. Without the revision counter the engine
+// writes those into the local replicas' heads itself (direct writes), the
+// WO replica's during the rebuild included, which the test checks happened.
 func TestRebuildWhileWriting(t *testing.T) {
+	t.Run("counter", func(t *testing.T) { testRebuildWhileWriting(t, false) })
+	t.Run("no-counter", func(t *testing.T) { testRebuildWhileWriting(t, true) })
+}
+
+func testRebuildWhileWriting(t *testing.T, noCounter bool) {
 	const size = 32 << 20
 	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
+	ropts := replica.Options{DisableRevisionCounter: noCounter}
+	a := startReplica(t, filepath.Join(dir, "a"), size, ropts)
+	b := startReplica(t, filepath.Join(dir, "b"), size, ropts)
 	ctx := context.Background()
-	c := newController(t, size, controller.VolumeOptions{})
+	c := newController(t, size, controller.VolumeOptions{DisableRevisionCounter: noCounter})
 	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
 		t.Fatal(err)
 	}
@@ -216,6 +225,10 @@ func TestRebuildWhileWriting(t *testing.T) {
 	write := func() {
 		off := rng.Int63n(size - 70000)
 		p := randBytes(rng, 1+rng.Intn(65536))
+		if rng.Intn(2) == 0 {
+			off &^= 4095
+			p = randBytes(rng, 4096*(1+rng.Intn(16)))
+		}
 		if _, err := be.WriteAt(p, off); err != nil {
 			t.Fatal(err)
 		}
@@ -230,14 +243,18 @@ func TestRebuildWhileWriting(t *testing.T) {
 	for i := 0; i < 100; i++ {
 		write()
 	}
-	n := startReplica(t, filepath.Join(dir, "new"), size, replica.Options{})
+	n := startReplica(t, filepath.Join(dir, "new"), size, ropts)
 	if err := c.AddReplica(ctx, controller.AddRequest{Address: n.addr, FastSync: true}); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
+	var woDirect int64 // direct writes into the new replica while it was WO
 	for {
+		before := modes(c)[n.addr]
 		write()
-		if modes(c)[n.addr] == controller.ModeRW {
+		if m := modes(c)[n.addr]; m == controller.ModeWO && before == controller.ModeWO {
+			woDirect = controller.DirectWrites(c, n.addr)
+		} else if m == controller.ModeRW {
 			break
 		}
 		if st := c.RebuildStatus()[n.addr]; st.State == controller.RebuildError {
@@ -252,6 +269,10 @@ func TestRebuildWhileWriting(t *testing.T) {
 	}
 	if m := modes(c); m[n.addr] != controller.ModeRW {
 		t.Fatalf("rebuilt replica mode %v", m[n.addr])
+	}
+	t.Logf("direct writes into the WO replica during the rebuild: %d", woDirect)
+	if noCounter && woDirect <= 0 {
+		t.Fatal("no direct write reached the WO replica during the rebuild")
 	}
 	got := make([]byte, size)
 	if _, err := be.ReadAt(got, 0); err != nil {
