@@ -244,7 +244,13 @@ func testRebuildWhileWriting(t *testing.T, noCounter bool) {
 		write()
 	}
 	n := startReplica(t, filepath.Join(dir, "new"), size, ropts)
-	if err := c.AddReplica(ctx, controller.AddRequest{Address: n.addr, FastSync: true}); err != nil {
+	req := controller.AddRequest{Address: n.addr, FastSync: true}
+	if noCounter {
+		// Long enough (about 3 s for ~13 MB) for the engine to fetch the
+		// new replica's view, and retry a failed fetch, while it is WO.
+		req.BandwidthLimit = 4
+	}
+	if err := c.AddReplica(ctx, req); err != nil {
 		t.Fatal(err)
 	}
 	deadline := time.Now().Add(60 * time.Second)
