@@ -1,11 +1,12 @@
 package enginetest
 
 import (
-	"encoding/json"
-	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/longhorn-go/longhorn/engine/syncagent"
 )
 
 // TestRebuildHashesLocalCopyAfterwards: a rebuild between two replicas on
@@ -20,11 +21,11 @@ func TestRebuildHashesLocalCopyAfterwards(t *testing.T) {
 	e := startEngine(t, "vol", size, []*replicaProc{src})
 	run(t, time.Minute, "qemu-io", "-f", "raw", "-c", "write -P 0x5a 0 5M", "-c", "write -P 0x33 9M 2M", e.uri())
 	fresh := startReplica(t, filepath.Join(dir, "fresh"), size)
-	e.ctl("add-replica", fresh.addr)
-	for deadline := time.Now().Add(time.Minute); e.modes()[fresh.addr] != "RW"; time.Sleep(100 * time.Millisecond) {
-		if time.Now().After(deadline) {
-			t.Fatalf("rebuild not done after a minute: %v\n%s", e.modes(), e.ctl("rebuild-status"))
-		}
+	if out := e.ctl("add-replica", "--wait", fresh.addr); !strings.Contains(out, "complete") {
+		t.Fatalf("add-replica: %s", out)
+	}
+	if m := e.modes(); m[fresh.addr] != "RW" {
+		t.Fatalf("modes after the rebuild: %v", m)
 	}
 	snaps, _ := filepath.Glob(filepath.Join(src.dir, "volume-snap-*.img"))
 	if len(snaps) == 0 {
@@ -32,27 +33,24 @@ func TestRebuildHashesLocalCopyAfterwards(t *testing.T) {
 	}
 	for _, s := range snaps {
 		name := filepath.Base(s)
-		var sums [2]string
-		for i, p := range []string{s, filepath.Join(fresh.dir, name)} {
-			var rec struct{ Checksum, Method string }
-			deadline := time.Now().Add(30 * time.Second)
-			for {
-				b, err := os.ReadFile(p + ".checksum")
-				if err == nil && json.Unmarshal(b, &rec) == nil && rec.Checksum != "" {
-					break
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("%s: no checksum recorded 30 s after the rebuild (%v)", p, err)
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			if rec.Method != "crc64" {
-				t.Fatalf("%s: method %q, want crc64", p, rec.Method)
-			}
-			sums[i] = rec.Checksum
+		a, b := waitRecorded(t, s), waitRecorded(t, filepath.Join(fresh.dir, name))
+		if a.Method != "crc64" || a != b {
+			t.Fatalf("%s: source recorded %+v, rebuilt replica %+v", name, a, b)
 		}
-		if sums[0] != sums[1] {
-			t.Fatalf("%s: source recorded %s, rebuilt replica %s", name, sums[0], sums[1])
+	}
+}
+
+// waitRecorded waits up to 30 s for a current checksum record of the disk
+// file at path and returns its method and checksum.
+func waitRecorded(t *testing.T, path string) syncagent.RecordedMetadata {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(50 * time.Millisecond) {
+		rec, _, err := syncagent.CurrentRecorded(path)
+		if err == nil && rec.Checksum != "" {
+			return syncagent.RecordedMetadata{Method: rec.Method, Checksum: rec.Checksum}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: no current checksum 30 s after the rebuild (%v)", path, err)
 		}
 	}
 }

@@ -122,10 +122,10 @@ func (a *Agent) hashLater(path string) {
 		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 		t0 := time.Now()
 		sum, _, err := a.hashLocked(a.ctx, path, false)
-		log := a.log.WithField("file", filepath.Base(path))
 		if errors.Is(err, context.Canceled) {
 			return // the agent closed; the next rebuild or hash job covers it
 		}
+		log := a.log.WithField("file", filepath.Base(path))
 		if err != nil {
 			log.WithError(err).Warn("sync agent: hashing the synced snapshot failed")
 			return

@@ -225,7 +225,7 @@ func testSendFilePacked(t *testing.T, local bool) {
 		t.Fatalf("local: wrote %d bytes", st.Sent)
 	}
 	// A local copy does not hash on the way (the agents hash both files
-	// afterwards: TestHashLater); over HTTP close carries the checksum.
+	// afterwards: enginetest's TestRebuildHashesLocalCopyAfterwards); over HTTP close carries the checksum.
 	_, _, srcErr := CurrentRecorded(src)
 	_, _, dstErr := CurrentRecorded(dst)
 	if st.Unhashed != local || (srcErr == nil) == local || (dstErr == nil) == local {

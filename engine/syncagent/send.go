@@ -127,10 +127,13 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 	if err != nil {
 		return s.stats(), err
 	}
+	st := s.stats()
 	if s.crc != nil {
 		rec = recordSent(path, ct0, s.crc.sum(size), rec)
+	} else if ct0 != "" {
+		st.Unhashed = true // armed, then dropped by a local copy (runPacked)
 	}
-	return s.stats(), nil
+	return st, nil
 }
 
 // isSnapshotDisk reports whether path is a snapshot disk file
@@ -284,8 +287,6 @@ type sender struct {
 	dst       *os.File
 	// crc, when set, hashes every data range read (hashWhileSending).
 	crc *crcPieces
-	// unhashed: crc was dropped for a local copy (SendStats.Unhashed).
-	unhashed bool
 	// pace, when set, paces the writeData bodies (opts.BandwidthLimit).
 	pace *rate.Limiter
 
@@ -293,7 +294,7 @@ type sender struct {
 }
 
 func (s *sender) stats() SendStats {
-	return SendStats{Sent: s.sent.Load(), Skipped: s.skipped.Load(), Holes: s.holes.Load(), Unhashed: s.unhashed}
+	return SendStats{Sent: s.sent.Load(), Skipped: s.skipped.Load(), Holes: s.holes.Load()}
 }
 
 // open asks the receiver to open the file with size bytes and returns

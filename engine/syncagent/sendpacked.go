@@ -32,9 +32,7 @@ func (s *sender) runPacked(ctx context.Context, size int64, existed bool) error 
 			defer func() { s.dst.Close(); s.dst = nil }()
 			// A local copy is CPU-bound (the CRC was a third of the
 			// sender's CPU): the file is hashed after the transfer.
-			if s.crc != nil {
-				s.crc, s.unhashed = nil, true
-			}
+			s.crc = nil
 		}
 	}
 	var dst []sparse.Extent
