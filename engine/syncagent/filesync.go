@@ -229,6 +229,11 @@ func (a *Agent) syncRemote(ctx context.Context, sources []string, req *enginerpc
 	if err := context.Cause(ctx); err != nil {
 		return err
 	}
+	// Hashed once every file is in, so the hash does not compete with the
+	// rest of the sync (a local copy recorded no checksum here).
+	for _, p := range q.unhashed {
+		a.hashLater(p)
+	}
 	return nil
 }
 
@@ -244,6 +249,8 @@ type fileQueue struct {
 	// sources that send at once to it too.
 	limit int64
 	pace  *rate.Limiter
+	// unhashed are the received files to hash after the sync (pullFile).
+	unhashed []string
 }
 
 // next returns the next file, waiting while others are being retried;
@@ -348,7 +355,9 @@ func (a *Agent) pullFile(ctx context.Context, src enginerpc.SyncAgentServiceClie
 	if err := recv.Err(); err != nil {
 		return fmt.Errorf("receive %s: %w", fi.GetToFileName(), err)
 	}
-	a.hashLater(recv.path) // a local copy recorded no checksum here
+	q.mu.Lock()
+	q.unhashed = append(q.unhashed, recv.path)
+	q.mu.Unlock()
 	return nil
 }
 
