@@ -127,7 +127,9 @@ func (c *Controller) canAdd(ctx context.Context, addr string) error {
 
 // joinWO connects to the replica at addr, snapshots the volume and the
 // replica with the same (system) snapshot, and adds it in mode WO, all
-// with no I/O in flight so that it misses no write. Caller holds opMu.
+// with no I/O in flight so that it misses no write (the heads' dirty data
+// is written back first, while I/O still flows: writeBack). Caller holds
+// opMu.
 func (c *Controller) joinWO(ctx context.Context, addr, instanceName string, rebuilding bool) (*backend, error) {
 	rem, err := newRemote(addr, c.opts.Name)
 	if err != nil {
@@ -142,6 +144,8 @@ func (c *Controller) joinWO(ctx context.Context, addr, instanceName string, rebu
 	name := NewUUID()
 	created := time.Now().UTC().Format(time.RFC3339)
 	t1 := time.Now()
+	c.writeBack()
+	t2 := time.Now()
 	c.r.ioMu.Lock()
 	bs := append(c.targets(ModeRW, ModeWO), b)
 	errs := onEach(ctx, bs, func(ctx context.Context, x *backend) error {
@@ -163,7 +167,8 @@ func (c *Controller) joinWO(ctx context.Context, addr, instanceName string, rebu
 	c.r.ioMu.Unlock()
 	c.watch(b)
 	c.log.WithFields(map[string]any{"replica": addr, "snapshot": name, "open": t1.Sub(t0).Round(time.Millisecond).String(),
-		"snapshot_all": time.Since(t1).Round(time.Millisecond).String()}).Info("replica added WO for rebuild")
+		"write_back":   t2.Sub(t1).Round(time.Millisecond).String(),
+		"snapshot_all": time.Since(t2).Round(time.Millisecond).String()}).Info("replica added WO for rebuild")
 	return b, nil
 }
 

@@ -137,6 +137,7 @@ func (c *Controller) Snapshot(ctx context.Context, name string, labels map[strin
 // snapshotLocked snapshots every RW and WO replica; caller holds opMu.
 func (c *Controller) snapshotLocked(ctx context.Context, name string, userCreated bool, labels map[string]string) error {
 	created := time.Now().UTC().Format(time.RFC3339)
+	c.writeBack()
 	c.r.ioMu.Lock()
 	defer c.r.ioMu.Unlock()
 	bs := c.targets(ModeRW, ModeWO)
@@ -150,6 +151,15 @@ func (c *Controller) snapshotLocked(ctx context.Context, name string, userCreate
 	})
 	return c.settle("snapshot "+name, bs, errs)
 }
+
+// writeBack flushes the replicas (each fdatasyncs its head) before a
+// snapshot takes ioMu exclusively: the snapshot's own fdatasync, which runs
+// with the volume's I/O held, then only covers what was written in
+// between, so the clients stall for that instead of for the write-back of
+// every dirty page (300-380 ms at the start of the bench's 1 GiB rebuild).
+// As any flush, it marks a replica that fails it ERR; with no replica
+// there is nothing to do and the snapshot says why.
+func (c *Controller) writeBack() { _ = c.r.Flush() }
 
 // Revert makes every RW replica start over from snapshot name. Longhorn's
 // rules: the frontend must be down and no replica may be rebuilding.
