@@ -10,3 +10,10 @@ func DirectWrites(c *Controller, addr string) int64 {
 	}
 	return b.data.DirectWrites()
 }
+
+// SetSnapshotHeld makes f run as soon as a snapshot holds the volume's I/O,
+// until the test ends. For tests.
+func SetSnapshotHeld(t interface{ Cleanup(func()) }, f func()) {
+	snapshotHeld = f
+	t.Cleanup(func() { snapshotHeld = nil })
+}

@@ -140,6 +140,9 @@ func (c *Controller) snapshotLocked(ctx context.Context, name string, userCreate
 	c.writeBack()
 	c.r.ioMu.Lock()
 	defer c.r.ioMu.Unlock()
+	if snapshotHeld != nil {
+		snapshotHeld()
+	}
 	bs := c.targets(ModeRW, ModeWO)
 	if len(bs) == 0 {
 		return fmt.Errorf("%w: no healthy replica", ErrPrecondition)
@@ -160,6 +163,10 @@ func (c *Controller) snapshotLocked(ctx context.Context, name string, userCreate
 // As any flush, it marks a replica that fails it ERR; with no replica
 // there is nothing to do and the snapshot says why.
 func (c *Controller) writeBack() { _ = c.r.Flush() }
+
+// snapshotHeld, when set (tests only), runs as soon as a snapshot holds the
+// volume's I/O.
+var snapshotHeld func()
 
 // Revert makes every RW replica start over from snapshot name. Longhorn's
 // rules: the frontend must be down and no replica may be rebuilding.
