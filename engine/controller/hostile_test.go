@@ -70,14 +70,7 @@ func TestExpandBeyondMaxSizeRefused(t *testing.T) {
 // would have nothing to read from); with the frontend down it can.
 func TestRemoveLastRWReplicaRefused(t *testing.T) {
 	const size = 4 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
-	ctx := context.Background()
-	c := newController(t, size, withTestFrontend(controller.VolumeOptions{}))
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b := startVolume(t, size, withTestFrontend(controller.VolumeOptions{}))
 	if err := c.SetReplicaMode(b.addr, controller.ModeERR); err != nil {
 		t.Fatal(err)
 	}
@@ -139,14 +132,8 @@ func TestSecondEngineRefused(t *testing.T) {
 // left untouched (not flagged rebuilding, no snapshot taken).
 func TestAddReplicaTwiceUnderAnotherAddress(t *testing.T) {
 	const size = 4 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.VolumeOptions{})
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, _ := startVolume(t, size, controller.VolumeOptions{})
 	alias := "tcp://localhost:" + strconv.Itoa(a.port)
 	err := c.AddReplica(ctx, controller.AddRequest{Address: alias})
 	if !errors.Is(err, controller.ErrPrecondition) {

@@ -9,7 +9,6 @@ import (
 	"time"
 
 	"github.com/longhorn-go/longhorn/engine/controller"
-	"github.com/longhorn-go/longhorn/engine/replica"
 )
 
 // A replica whose snapshot file was truncated (here s2, the child of the
@@ -18,15 +17,9 @@ import (
 // replica purges and keeps serving the data.
 func TestFailedPurgeMarksTheReplicaERR(t *testing.T) {
 	const size = 4 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	c := newController(t, size, controller.VolumeOptions{})
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b := startVolume(t, size, controller.VolumeOptions{})
 	be := c.Backend()
 	data := bytes.Repeat([]byte{0x3c}, 1<<20)
 	if _, err := be.WriteAt(data, 0); err != nil {

@@ -78,14 +78,8 @@ func handOverOpts(socket string) controller.VolumeOptions {
 // and serves; a second abort is refused.
 func TestHandOverAndAbort(t *testing.T) {
 	const size = 4 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, handOverOpts(""))
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b := startVolume(t, size, handOverOpts(""))
 	if _, err := c.Backend().WriteAt([]byte("handed over"), 4096); err != nil {
 		t.Fatal(err)
 	}

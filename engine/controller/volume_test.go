@@ -106,6 +106,20 @@ func newController(t *testing.T, size int64, opts controller.VolumeOptions) *con
 	return c
 }
 
+// startVolume starts two replicas of size bytes in a temporary directory
+// and a controller with opts on them (Start, frontend as opts say).
+func startVolume(t *testing.T, size int64, opts controller.VolumeOptions) (*controller.Controller, *testReplica, *testReplica) {
+	t.Helper()
+	dir := t.TempDir()
+	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
+	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
+	c := newController(t, size, opts)
+	if err := c.Start(context.Background(), addrs(a, b), 0, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	return c, a, b
+}
+
 func addrs(rs ...*testReplica) []string {
 	var out []string
 	for _, r := range rs {
@@ -130,14 +144,8 @@ func randBytes(rng *rand.Rand, n int) []byte {
 
 func TestStartRevisionCounterPicksNewest(t *testing.T) {
 	const size = 8 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.VolumeOptions{})
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b := startVolume(t, size, controller.VolumeOptions{})
 	rng := rand.New(rand.NewSource(1))
 	be := c.Backend()
 	if _, err := be.WriteAt(randBytes(rng, 8192), 0); err != nil {
@@ -296,14 +304,8 @@ func testRebuildWhileWriting(t *testing.T, noCounter bool) {
 
 func TestExpandWhileAttached(t *testing.T) {
 	const size = 8 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.VolumeOptions{})
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b := startVolume(t, size, controller.VolumeOptions{})
 	if err := c.Expand(ctx, size-4096); err == nil {
 		t.Fatal("shrink accepted")
 	}
@@ -344,14 +346,8 @@ func waitExpanded(t *testing.T, c *controller.Controller) {
 
 func TestSnapshotErrorsDoNotFailReplicas(t *testing.T) {
 	const size = 4 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.VolumeOptions{})
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b := startVolume(t, size, controller.VolumeOptions{})
 	if _, err := c.Snapshot(ctx, "s1", map[string]string{"k": "v"}); err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/longhorn-go/longhorn/engine/controller"
-	"github.com/longhorn-go/longhorn/engine/replica"
 )
 
 // dirtyPages is the number of dirty and under-write-back pages of the
@@ -38,14 +37,8 @@ func dirtyPages(t *testing.T, dir string) int64 {
 // stalls every client, does not cover their write-back.
 func TestSnapshotWritesBackBeforeHold(t *testing.T) {
 	const size = 16 << 20
-	dir := t.TempDir()
-	a := startReplica(t, filepath.Join(dir, "a"), size, replica.Options{})
-	b := startReplica(t, filepath.Join(dir, "b"), size, replica.Options{})
 	ctx := context.Background()
-	c := newController(t, size, controller.VolumeOptions{})
-	if err := c.Start(ctx, addrs(a, b), 0, 0, false); err != nil {
-		t.Fatal(err)
-	}
+	c, a, b := startVolume(t, size, controller.VolumeOptions{})
 	if _, err := c.Backend().WriteAt(make([]byte, 8<<20), 0); err != nil {
 		t.Fatal(err)
 	}
