@@ -249,7 +249,8 @@ type fileQueue struct {
 	// sources that send at once to it too.
 	limit int64
 	pace  *rate.Limiter
-	// unhashed are the received files to hash after the sync (pullFile).
+	// unhashed are the files received (pullFile), handed to hashLater
+	// after the sync: it hashes those a local copy left without a record.
 	unhashed []string
 }
 
