@@ -113,6 +113,9 @@ type conn struct {
 	budget *budget
 
 	inflight sync.WaitGroup
+	// depth tells the reading goroutine whether requests arrive one at a
+	// time, so that it spins for the next one (rawio.DepthOne).
+	depth rawio.DepthOne
 	// executing counts handlers still inside a backend call; a writer that
 	// sees others yields once so their replies join its writev.
 	executing atomic.Int32
@@ -138,6 +141,9 @@ func (c *conn) serve() {
 	defer c.finish()
 	var hdr [requestLen]byte
 	for {
+		if c.br.Buffered() == 0 {
+			rawio.SetReadSpin(c.nc, c.depth.Spin())
+		}
 		if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
 			if !errors.Is(err, io.EOF) && !c.srv.isClosing() {
 				c.log.WithError(err).Debug("nbd: read request")
@@ -207,7 +213,9 @@ func (c *conn) dispatch(req request) error {
 		}
 	}
 	c.inflight.Add(1)
-	if c.executing.Add(1) == 1 && c.br.Buffered() == 0 && (req.typ == cmdRead || req.typ == cmdWrite) {
+	alone := c.executing.Add(1) == 1 && c.br.Buffered() == 0
+	c.depth.Observe(alone)
+	if alone && (req.typ == cmdRead || req.typ == cmdWrite) {
 		// Nothing else executes and no further request has arrived: run this
 		// READ or WRITE on the reading goroutine. Starting a goroutine here
 		// would wake an idle thread (the runtime hands new work to idle Ps),

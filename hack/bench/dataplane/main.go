@@ -30,6 +30,7 @@ import (
 	"time"
 
 	"github.com/sirupsen/logrus"
+	"golang.org/x/sys/unix"
 
 	"github.com/longhorn-go/longhorn/hack/bench/internal/benchproc"
 )
@@ -42,6 +43,7 @@ type options struct {
 	duration, ramp                                     time.Duration
 	rounds                                             int
 	keep, strict, syscalls, revisionCounter            bool
+	noSync                                             bool
 }
 
 func parseFlags() options {
@@ -62,6 +64,7 @@ func parseFlags() options {
 	flag.BoolVar(&o.keep, "keep", false, "keep the benchmark directory (fio outputs, server logs)")
 	flag.BoolVar(&o.syscalls, "syscalls", false, "count the servers' system calls per I/O with perf stat")
 	flag.BoolVar(&o.revisionCounter, "revision-counter", false, "run the engine rows with the revision counter on (default off, Longhorn's v1 default)")
+	flag.BoolVar(&o.noSync, "no-sync", false, "do not write back the page cache (sync) before each job")
 	flag.BoolVar(&o.strict, "strict", false, "exit 1 when a row misses its target ratio")
 	flag.Parse()
 	return o
@@ -134,7 +137,7 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 			}
 		}
 	}()
-	runJobs(ctx, fr, rows, js, o.rounds)
+	runJobs(ctx, fr, rows, js, o.rounds, !o.noSync)
 	if ctx.Err() != nil {
 		return false, ctx.Err()
 	}
@@ -148,8 +151,9 @@ func run(ctx context.Context, o options) (failed bool, err error) {
 }
 
 // runJobs runs every job rounds times on every row, interleaving rows so they
-// see the same machine load, and keeps the median round of each.
-func runJobs(ctx context.Context, fr *fioRunner, rows []*row, js []Job, rounds int) {
+// see the same machine load, and keeps the median round of each. With
+// syncFirst every job starts after a sync.
+func runJobs(ctx context.Context, fr *fioRunner, rows []*row, js []Job, rounds int, syncFirst bool) {
 	for _, j := range js {
 		all := map[string][]Result{}
 		for round := 1; round <= max(rounds, 1); round++ {
@@ -160,6 +164,14 @@ func runJobs(ctx context.Context, fr *fioRunner, rows []*row, js []Job, rounds i
 				fmt.Printf("  %-20s round %d (%s) ...", j.Name, round, r.Key)
 				if err := warm(r.ep.Data); err != nil {
 					fmt.Printf(" (warming the cache: %v)", err)
+				}
+				// Every row starts its job with no dirty page left by
+				// the job before it (its own or another row's): their
+				// write-back would otherwise run during this job and
+				// slow whichever row comes next (write jobs leave up
+				// to 3 GiB dirty with 3 replicas).
+				if syncFirst {
+					unix.Sync()
 				}
 				res := fr.run(ctx, fmt.Sprintf("%s-%d", r.Key, round), r.ep, j)
 				all[r.Key] = append(all[r.Key], res)
