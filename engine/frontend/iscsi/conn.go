@@ -41,9 +41,12 @@ type conn struct {
 	execWG  sync.WaitGroup
 	// executing counts commands between dispatch and the end of execute.
 	executing atomic.Int32
-	wdone     chan struct{}
-	closed    atomic.Bool
-	textBuf   []byte
+	// depth tells the reader whether commands arrive one at a time, so
+	// that it spins for the next one (rawio.DepthOne); reader only.
+	depth   rawio.DepthOne
+	wdone   chan struct{}
+	closed  atomic.Bool
+	textBuf []byte
 }
 
 func newConn(t *Target, nc net.Conn) *conn {
@@ -173,6 +176,9 @@ func (c *conn) login() (*session, error) {
 func (c *conn) loop() error {
 	var h bhs
 	for {
+		if c.pr.r.Buffered() == 0 {
+			rawio.SetReadSpin(c.nc, c.depth.Spin())
+		}
 		if err := c.pr.readHeader(&h); err != nil {
 			return err
 		}

@@ -240,8 +240,9 @@ func (c *conn) dispatch(t *task) {
 	}
 	t.wg.Add(1)
 	c.execWG.Add(1)
-	if c.executing.Add(1) == 1 && c.pr.r.Buffered() == 0 && t.prepErr == nil &&
-		t.edtl <= maxInline && scsi.IsReadWrite(t.cdb[:]) {
+	alone := c.executing.Add(1) == 1 && c.pr.r.Buffered() == 0
+	c.depth.Observe(alone)
+	if alone && t.prepErr == nil && t.edtl <= maxInline && scsi.IsReadWrite(t.cdb[:]) {
 		c.execute(t)
 		return
 	}
