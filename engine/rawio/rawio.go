@@ -47,6 +47,8 @@ type Conn struct {
 	// spin is how long Read retries a read that found no data before it
 	// parks the goroutine in the network poller (SetReadSpin).
 	spin time.Duration
+	// spunOut: the last Read spun for the whole of spin and then parked.
+	spunOut bool
 }
 
 // SetReadSpin makes later Reads retry for up to d (busy, with non-blocking
@@ -58,6 +60,11 @@ type Conn struct {
 // whole answer of a replica on the same node at queue depth 1; a caller that
 // knows an answer is due within microseconds spins instead.
 func (c *Conn) SetReadSpin(d time.Duration) { c.spin = d }
+
+// SpunOut reports whether the last Read spun for its whole spin and then
+// parked: the data came later than the spin, which cost a processor for
+// nothing. Only the goroutine that reads may call it.
+func (c *Conn) SpunOut() bool { return c.spunOut }
 
 // Wrap returns nc as a *Conn when it exposes its file descriptor (TCP and unix
 // sockets), otherwise nc itself (e.g. net.Pipe in tests).
@@ -84,6 +91,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 	var n int
 	var errno syscall.Errno
 	var until time.Time
+	c.spunOut = false
 	err := c.rc.Read(func(fd uintptr) bool {
 		for {
 			r, _, e := syscall.RawSyscall(syscall.SYS_READ, fd, uintptr(unsafe.Pointer(&p[0])), uintptr(len(p)))
@@ -98,6 +106,7 @@ func (c *Conn) Read(p []byte) (int, error) {
 				if time.Now().Before(until) {
 					continue
 				}
+				c.spunOut = true
 			}
 			n, errno = int(r), e
 			return e != syscall.EAGAIN

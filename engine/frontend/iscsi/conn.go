@@ -176,11 +176,16 @@ func (c *conn) login() (*session, error) {
 func (c *conn) loop() error {
 	var h bhs
 	for {
+		var spin time.Duration
 		if c.pr.r.Buffered() == 0 {
-			rawio.SetReadSpin(c.nc, c.depth.Spin())
+			spin = c.depth.Spin()
+			rawio.SetReadSpin(c.nc, spin)
 		}
 		if err := c.pr.readHeader(&h); err != nil {
 			return err
+		}
+		if spin > 0 {
+			c.depth.Spun(rawio.SpunOut(c.nc))
 		}
 		var err error
 		switch h.opcode() {

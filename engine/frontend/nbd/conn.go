@@ -10,6 +10,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
+	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -141,14 +142,19 @@ func (c *conn) serve() {
 	defer c.finish()
 	var hdr [requestLen]byte
 	for {
+		var spin time.Duration
 		if c.br.Buffered() == 0 {
-			rawio.SetReadSpin(c.nc, c.depth.Spin())
+			spin = c.depth.Spin()
+			rawio.SetReadSpin(c.nc, spin)
 		}
 		if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
 			if !errors.Is(err, io.EOF) && !c.srv.isClosing() {
 				c.log.WithError(err).Debug("nbd: read request")
 			}
 			return
+		}
+		if spin > 0 {
+			c.depth.Spun(rawio.SpunOut(c.nc))
 		}
 		req, err := parseRequest(&hdr)
 		if err != nil {
