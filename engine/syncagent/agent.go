@@ -202,7 +202,15 @@ func (a *Agent) FileSend(ctx context.Context, req *enginerpc.FileSendRequest) (*
 	a.log.WithFields(logrus.Fields{"file": req.GetFromFileName(), "sent": st.Sent, "skipped": st.Skipped,
 		"holes": st.Holes, "took": time.Since(t0).Round(time.Millisecond).String()}).Info("sync agent: file sent")
 	if st.Unhashed {
-		a.hashLater(p)
+		// SendFile has returned: the receiver closed (synced) the file,
+		// so its change time now is the one its bytes were written at.
+		var ms []mirror
+		if st.Mirror != "" {
+			if ct, err := ChangeTime(st.Mirror); err == nil {
+				ms = append(ms, mirror{path: st.Mirror, changeTime: ct})
+			}
+		}
+		a.hashLater(p, ms...)
 	}
 	return &emptypb.Empty{}, nil
 }

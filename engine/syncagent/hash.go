@@ -96,13 +96,24 @@ func (a *Agent) hashLocked(ctx context.Context, path string, rehash bool) (strin
 	return HashDisk(ctx, path, rehash)
 }
 
+// mirror is a file a local copy wrote with the bytes of the file sent
+// (SendStats.Mirror), and its change time once the copy was closed.
+type mirror struct{ path, changeTime string }
+
 // hashLater hashes the snapshot disk file at path in the background when
 // it has no current record (a local copy skipped the hash: see
 // SendStats.Unhashed), so the next fast rebuild can skip the file whole;
 // the rebuild does not wait for it. It takes the node's hash lock and runs
 // on a thread at nice 19 (the client's I/O comes first); it stops with
 // the agent. Does nothing for other files or once the agent is closed.
-func (a *Agent) hashLater(path string) {
+//
+// The checksum is also recorded for each mirror whose change time is still
+// the one after the copy (recordMirror), so the receiver's file gets its
+// record even when the receiver stops before its own hash of it ran (a
+// replica dropped soon after its rebuild: its next fast rebuild compared
+// every byte, 9.9 s instead of 2-4 s at 4 GiB), and the receiver's own
+// hash then finds the record current and reads nothing.
+func (a *Agent) hashLater(path string, mirrors ...mirror) {
 	if !isSnapshotDisk(path) {
 		return
 	}
@@ -121,7 +132,7 @@ func (a *Agent) hashLater(path string) {
 		runtime.LockOSThread()
 		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 		t0 := time.Now()
-		sum, _, err := a.hashLocked(a.ctx, path, false)
+		sum, err := a.hashWithMirrors(path, mirrors)
 		if errors.Is(err, context.Canceled) {
 			return // the agent closed; the next rebuild or hash job covers it
 		}
@@ -133,6 +144,45 @@ func (a *Agent) hashLater(path string) {
 		log.WithFields(logrus.Fields{"checksum": sum, "took": time.Since(t0).Round(time.Millisecond).String()}).
 			Info("sync agent: synced snapshot hashed")
 	}()
+}
+
+// hashWithMirrors hashes path under the node's hash lock and, still
+// holding it, records the checksum for each mirror (recordMirror).
+func (a *Agent) hashWithMirrors(path string, mirrors []mirror) (string, error) {
+	unlock, err := lockFile(a.ctx, a.cfg.HashLockPath)
+	if err != nil {
+		return "", err
+	}
+	defer unlock()
+	sum, _, err := HashDisk(a.ctx, path, false)
+	if err != nil {
+		return "", err
+	}
+	for _, m := range mirrors {
+		if err := recordMirror(m, sum); err != nil {
+			a.log.WithError(err).WithField("file", m.path).Warn("sync agent: recording the checksum of a locally copied snapshot failed")
+		}
+	}
+	return sum, nil
+}
+
+// recordMirror records sum (HashMethod) as the checksum of m.path when
+// that is a snapshot disk file whose change time is still m.changeTime,
+// i.e. it has not changed since the copy that wrote the bytes sum was
+// taken of, and it has no current record; otherwise it does nothing.
+func recordMirror(m mirror, sum string) error {
+	if !isSnapshotDisk(m.path) {
+		return nil
+	}
+	if _, _, err := CurrentRecorded(m.path); err == nil {
+		return nil
+	}
+	ct, err := ChangeTime(m.path)
+	if err != nil || ct != m.changeTime {
+		return err
+	}
+	return WriteRecorded(m.path, RecordedMetadata{Method: HashMethod, Checksum: sum, ChangeTime: ct,
+		LastHashedAt: time.Now().UTC().Format(time.RFC3339)})
 }
 
 // HashDisk returns the checksum of the disk file at path and whether it is

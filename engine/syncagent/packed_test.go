@@ -231,6 +231,9 @@ func testSendFilePacked(t *testing.T, local bool) {
 	if st.Unhashed != local || (srcErr == nil) == local || (dstErr == nil) == local {
 		t.Fatalf("local %v: Unhashed %v, source record: %v, receiver record: %v", local, st.Unhashed, srcErr, dstErr)
 	}
+	if (st.Mirror == dst) != local || (!local && st.Mirror != "") {
+		t.Fatalf("local %v: Mirror %q, receiver's file %q", local, st.Mirror, dst)
+	}
 	if r.Processed() != st.Sent+st.Skipped {
 		t.Fatalf("receiver processed %d, want %d", r.Processed(), st.Sent+st.Skipped)
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"path/filepath"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -73,20 +74,32 @@ func CurrentRecorded(path string) (RecordedMetadata, []byte, error) {
 	return m, raw, nil
 }
 
-// WriteRecorded writes path+".checksum" (through a temporary file and a
-// rename, so a reader never sees half of it).
+// WriteRecorded writes path+".checksum" (through a temporary file of its
+// own and a rename, so a reader never sees half of it and two writers, as
+// a sender recording a mirror and the receiver's own hash, never write
+// into one temporary file).
 func WriteRecorded(path string, m RecordedMetadata) error {
 	b, err := json.Marshal(m)
 	if err != nil {
 		return err
 	}
-	tmp := path + ChecksumSuffix + ".tmp"
-	if err := os.WriteFile(tmp, b, 0o644); err != nil {
+	f, err := os.CreateTemp(filepath.Dir(path), filepath.Base(path)+ChecksumSuffix+".tmp*")
+	if err != nil {
 		return err
 	}
-	if err := os.Rename(tmp, path+ChecksumSuffix); err != nil {
+	tmp := f.Name()
+	_, err = f.Write(b)
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chmod(tmp, 0o644)
+	}
+	if err == nil {
+		err = os.Rename(tmp, path+ChecksumSuffix)
+	}
+	if err != nil {
 		_ = os.Remove(tmp)
-		return err
 	}
-	return nil
+	return err
 }

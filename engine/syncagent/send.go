@@ -56,6 +56,11 @@ type SendStats struct {
 	// recorded a checksum; the caller hashes both files afterwards
 	// (Agent.hashLater), off the rebuild's critical path.
 	Unhashed bool
+	// Mirror is the receiver's file when a local copy wrote it (local.go):
+	// after a transfer without error it holds the bytes of the file sent,
+	// so the caller may record the sent file's checksum for it too
+	// (Agent.hashLater).
+	Mirror string
 }
 
 // Retry policy of the data requests (sparse-tools client): sendHole,
@@ -132,6 +137,7 @@ func SendFile(ctx context.Context, path, hostport string, opts SendOptions) (Sen
 		rec = recordSent(path, ct0, s.crc.sum(size), rec)
 	} else if ct0 != "" {
 		st.Unhashed = true // armed, then dropped by a local copy (runPacked)
+		st.Mirror = s.mirror
 	}
 	return st, nil
 }
@@ -285,6 +291,8 @@ type sender struct {
 	packed    bool
 	localFile string
 	dst       *os.File
+	// mirror is the path of dst once a local copy opened it.
+	mirror string
 	// crc, when set, hashes every data range read (hashWhileSending).
 	crc *crcPieces
 	// pace, when set, paces the writeData bodies (opts.BandwidthLimit).

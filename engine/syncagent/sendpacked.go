@@ -29,6 +29,7 @@ type packedJob struct {
 func (s *sender) runPacked(ctx context.Context, size int64, existed bool) error {
 	if s.localFile != "" {
 		if s.dst = openLocal(s.localFile, s.f.Name()); s.dst != nil {
+			s.mirror = s.dst.Name()
 			defer func() { s.dst.Close(); s.dst = nil }()
 			// A local copy is CPU-bound (the CRC was a third of the
 			// sender's CPU): the file is hashed after the transfer.
