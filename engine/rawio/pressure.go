@@ -2,9 +2,11 @@ package rawio
 
 import (
 	"bytes"
+	"math"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -31,34 +33,45 @@ var cpuPressure = &pressure{path: pressurePath}
 type pressure struct {
 	path string
 
-	mu        sync.Mutex
-	f         *os.File
-	failed    bool
-	at        time.Time
-	total     uint64
-	contended bool
-	buf       [256]byte
+	// next (Unix nanoseconds) is when the last reading goes stale, and
+	// contended that reading: busy answers from them without a lock until
+	// then, as it is called for every request a reader may spin for.
+	next      atomic.Int64
+	contended atomic.Bool
+
+	mu     sync.Mutex // the file and the last total, for the refresh
+	f      *os.File
+	failed bool
+	at     time.Time
+	total  uint64
+	buf    [256]byte
 }
 
 // busy reports whether, over the last window, tasks waited for a
 // processor more than spinMaxStall per mille of the time. Without PSI
 // (an older kernel, psi=0) it is always false.
 func (p *pressure) busy(now time.Time) bool {
-	p.mu.Lock()
+	if now.UnixNano() < p.next.Load() || !p.mu.TryLock() {
+		return p.contended.Load() // fresh, or another reader refreshes it
+	}
 	defer p.mu.Unlock()
-	if p.failed || now.Sub(p.at) < pressureWindow {
-		return p.contended
+	if p.failed {
+		p.next.Store(math.MaxInt64)
+		return false
 	}
 	total, ok := p.read()
 	if !ok {
-		p.failed, p.contended = true, false
+		p.failed = true
+		p.contended.Store(false)
+		p.next.Store(math.MaxInt64)
 		return false
 	}
 	if !p.at.IsZero() {
-		p.contended = stalled(total-p.total, now.Sub(p.at))
+		p.contended.Store(stalled(total-p.total, now.Sub(p.at)))
 	}
 	p.at, p.total = now, total
-	return p.contended
+	p.next.Store(now.Add(pressureWindow).UnixNano())
+	return p.contended.Load()
 }
 
 // stalled reports whether stall microseconds over a window of d exceed

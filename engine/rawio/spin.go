@@ -76,6 +76,25 @@ func (d *DepthOne) Spin() time.Duration {
 	return 0
 }
 
+// BeforeRead sets nc's spin for the read of the next request (Spin) when
+// buffered, the bytes the reader already holds, is 0, else no spin; it
+// returns whether the read may spin, for AfterRead.
+func (d *DepthOne) BeforeRead(nc net.Conn, buffered int) bool {
+	var spin time.Duration
+	if buffered == 0 {
+		spin = d.Spin()
+	}
+	SetReadSpin(nc, spin)
+	return spin > 0
+}
+
+// AfterRead records the outcome of that read when it could spin (Spun).
+func (d *DepthOne) AfterRead(nc net.Conn, spun bool) {
+	if spun {
+		d.Spun(SpunOut(nc))
+	}
+}
+
 // SetReadSpin sets nc's read spin (Conn.SetReadSpin) when nc is a *Conn;
 // other connections never spin.
 func SetReadSpin(nc net.Conn, d time.Duration) {

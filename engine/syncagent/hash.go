@@ -132,7 +132,7 @@ func (a *Agent) hashLater(path string, mirrors ...mirror) {
 		runtime.LockOSThread()
 		_ = unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), 19)
 		t0 := time.Now()
-		sum, err := a.hashWithMirrors(path, mirrors)
+		sum, _, err := a.hashLocked(a.ctx, path, false)
 		if errors.Is(err, context.Canceled) {
 			return // the agent closed; the next rebuild or hash job covers it
 		}
@@ -141,29 +141,14 @@ func (a *Agent) hashLater(path string, mirrors ...mirror) {
 			log.WithError(err).Warn("sync agent: hashing the synced snapshot failed")
 			return
 		}
+		for _, m := range mirrors {
+			if err := recordMirror(m, sum); err != nil {
+				log.WithError(err).WithField("mirror", m.path).Warn("sync agent: recording the checksum of a locally copied snapshot failed")
+			}
+		}
 		log.WithFields(logrus.Fields{"checksum": sum, "took": time.Since(t0).Round(time.Millisecond).String()}).
 			Info("sync agent: synced snapshot hashed")
 	}()
-}
-
-// hashWithMirrors hashes path under the node's hash lock and, still
-// holding it, records the checksum for each mirror (recordMirror).
-func (a *Agent) hashWithMirrors(path string, mirrors []mirror) (string, error) {
-	unlock, err := lockFile(a.ctx, a.cfg.HashLockPath)
-	if err != nil {
-		return "", err
-	}
-	defer unlock()
-	sum, _, err := HashDisk(a.ctx, path, false)
-	if err != nil {
-		return "", err
-	}
-	for _, m := range mirrors {
-		if err := recordMirror(m, sum); err != nil {
-			a.log.WithError(err).WithField("file", m.path).Warn("sync agent: recording the checksum of a locally copied snapshot failed")
-		}
-	}
-	return sum, nil
 }
 
 // recordMirror records sum (HashMethod) as the checksum of m.path when

@@ -176,17 +176,11 @@ func (c *conn) login() (*session, error) {
 func (c *conn) loop() error {
 	var h bhs
 	for {
-		var spin time.Duration
-		if c.pr.r.Buffered() == 0 {
-			spin = c.depth.Spin()
-			rawio.SetReadSpin(c.nc, spin)
-		}
+		spun := c.depth.BeforeRead(c.nc, c.pr.r.Buffered())
 		if err := c.pr.readHeader(&h); err != nil {
 			return err
 		}
-		if spin > 0 {
-			c.depth.Spun(rawio.SpunOut(c.nc))
-		}
+		c.depth.AfterRead(c.nc, spun)
 		var err error
 		switch h.opcode() {
 		case opSCSICmd:

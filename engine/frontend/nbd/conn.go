@@ -10,7 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"syscall"
-	"time"
 
 	"github.com/sirupsen/logrus"
 
@@ -142,20 +141,14 @@ func (c *conn) serve() {
 	defer c.finish()
 	var hdr [requestLen]byte
 	for {
-		var spin time.Duration
-		if c.br.Buffered() == 0 {
-			spin = c.depth.Spin()
-			rawio.SetReadSpin(c.nc, spin)
-		}
+		spun := c.depth.BeforeRead(c.nc, c.br.Buffered())
 		if _, err := io.ReadFull(c.br, hdr[:]); err != nil {
 			if !errors.Is(err, io.EOF) && !c.srv.isClosing() {
 				c.log.WithError(err).Debug("nbd: read request")
 			}
 			return
 		}
-		if spin > 0 {
-			c.depth.Spun(rawio.SpunOut(c.nc))
-		}
+		c.depth.AfterRead(c.nc, spun)
 		req, err := parseRequest(&hdr)
 		if err != nil {
 			c.log.WithError(err).Warn("nbd: protocol error, closing connection")
