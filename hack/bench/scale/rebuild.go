@@ -182,6 +182,7 @@ func rebuildMeasure(ctx context.Context, e *env, o rebuildOptions, v *volume, r 
 	if r.Quiet, err = runFio(ctx, e.dir, "client-quiet", false, o.quiet+time.Minute, append(client, timed(o.quiet, time.Second)...)...); err != nil {
 		return err
 	}
+	syscall.Sync() // nor the quiet window's (its length would set the full rebuild's write-back)
 	// Full: the third replica is replaced by an empty one.
 	old := v.replicas[2]
 	if err := e.dropReplica(ctx, v, old); err != nil {
