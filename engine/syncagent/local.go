@@ -111,29 +111,51 @@ func openLocal(v, src string) *os.File {
 	return f
 }
 
-// localEqual reports, for each compare piece of ps (whose bytes are back
-// to back in buf), whether dst already holds the same bytes (the plan
-// made sure it holds them as data).
-func localEqual(dst *os.File, ps []piece, buf []byte) ([]bool, error) {
-	keep := make([]bool, len(ps))
+// diffBlock is the unit a local transfer compares in: the replica's block,
+// the smallest write a client makes. A remote transfer compares whole
+// pieces (compareChunk) by checksum; a local one reads the receiver's
+// bytes anyway, so it writes only the blocks that differ (a client's 4 KiB
+// write while a replica was away costs 4 KiB, not 64).
+const diffBlock = 4096
+
+// localDiff compares the compare pieces of ps (whose bytes are back to
+// back in buf) with what dst holds (the plan made sure it holds them as
+// data), diffBlock by diffBlock, and returns ps cut into runs that are
+// each all equal or all different, with keep set for those to write:
+// every piece that is not compared, and the runs that differ.
+func localDiff(dst *os.File, ps []piece, buf []byte) ([]piece, []bool, error) {
+	out := make([]piece, 0, len(ps))
+	keep := make([]bool, 0, len(ps))
 	var tmp []byte
 	off := int64(0)
-	for i, p := range ps {
-		keep[i] = true
-		if p.compare {
-			if int64(cap(tmp)) < p.Length {
-				tmp = make([]byte, p.Length)
-			}
-			t := tmp[:p.Length]
-			n, err := dst.ReadAt(t, p.Offset)
-			if err != nil && !errors.Is(err, io.EOF) {
-				return nil, err
-			}
-			keep[i] = int64(n) != p.Length || !bytes.Equal(t, buf[off:off+p.Length])
-		}
+	for _, p := range ps {
+		src := buf[off : off+p.Length]
 		off += p.Length
+		if !p.compare {
+			out, keep = append(out, p), append(keep, true)
+			continue
+		}
+		if int64(cap(tmp)) < p.Length {
+			tmp = make([]byte, p.Length)
+		}
+		t := tmp[:p.Length]
+		n, err := dst.ReadAt(t, p.Offset)
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, nil, err
+		}
+		for pos := int64(0); pos < p.Length; {
+			end := min(pos+diffBlock, p.Length)
+			differs := end > int64(n) || !bytes.Equal(t[pos:end], src[pos:end])
+			if k := len(out) - 1; k >= 0 && keep[k] == differs && out[k].compare && out[k].End() == p.Offset+pos {
+				out[k].Length += end - pos
+			} else {
+				out = append(out, piece{Extent: sparse.Extent{Offset: p.Offset + pos, Length: end - pos}, compare: true})
+				keep = append(keep, differs)
+			}
+			pos = end
+		}
 	}
-	return keep, nil
+	return out, keep, nil
 }
 
 // writeLocal writes the runs exts (back to back in data) into dst and

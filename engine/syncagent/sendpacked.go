@@ -148,19 +148,20 @@ func (s *sender) doPacked(ctx context.Context, j packedJob) error {
 			off += e.Length
 		}
 	}
+	ps := j.pieces
 	var keep []bool
 	var err error
 	if s.dst != nil {
-		keep, err = localEqual(s.dst, j.pieces, buf)
+		ps, keep, err = localDiff(s.dst, ps, buf)
 	} else {
-		keep, err = s.dropEqual(ctx, j.pieces, buf)
+		keep, err = s.dropEqual(ctx, ps, buf)
 	}
 	if err != nil {
 		return err
 	}
 	exts = exts[:0]
 	off, w := int64(0), int64(0)
-	for i, p := range j.pieces {
+	for i, p := range ps {
 		if keep[i] {
 			copy(buf[w:], buf[off:off+p.Length])
 			w += p.Length
