@@ -22,7 +22,8 @@ import (
 // device and inode) and whose own file has the same base name (a rebuild
 // sends each file to its namesake) writes the file itself, with the packed
 // plan: it reads the receiver's extent map and compares bytes directly,
-// punches and writes through its own descriptor, and tells the receiver
+// block by block (diffBlock), and through its own descriptor punches the
+// source's holes and writes only the blocks that differ; it tells the receiver
 // what it did with writePacked requests without data (LocalBytesHeader:
 // bytes written, SkippedHeader: bytes found equal), which the receiver
 // paces and counts as its progress. The receiver's close still syncs the

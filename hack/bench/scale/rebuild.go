@@ -23,8 +23,8 @@ import (
 // depth 1 runs on the first eighth of the volume; its p99 is compared with
 // the same load without a rebuild and with the same load while fio writes
 // the full rebuild's bytes at its rate through the page cache (the
-// machine's share of the p99, no rebuild code involved). The fill and the change are written
-// back (sync) before the rebuilds: the replicas write through the page
+// machine's share of the p99, no rebuild code involved). The fill, the quiet window's client
+// writes and the change are written back (sync) before the rebuilds: the replicas write through the page
 // cache, and the rebuild's snapshot would otherwise time their write-back
 // (the fdatasync of each head) as part of the rebuild. The CPU time of the
 // volume's processes during each rebuild is reported with it (on a shared
