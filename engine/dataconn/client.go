@@ -133,7 +133,6 @@ type Client struct {
 	conns    []*clientConn
 	rr       atomic.Uint32
 	inflight atomic.Int32 // requests sent and not answered, over all connections
-	lowDepth atomic.Int32 // reads in a row that found at most one request in flight
 	timeout  atomic.Int64 // ns
 
 	direct directState // direct reads (direct.go)
@@ -357,6 +356,9 @@ type clientConn struct {
 	c  *Client
 	nc net.Conn
 	br *bufio.Reader // used only by the goroutine holding the reader role
+	// depth tells whether the reader may spin for an answer; used only by
+	// the goroutine holding the reader role.
+	depth rawio.DepthOne
 
 	mu      sync.Mutex
 	seq     uint32
@@ -591,42 +593,30 @@ func (cc *clientConn) unparkLocked(op *Op) {
 	op.parked = false
 }
 
-// readSpin is how long the reader of a client with a single request in
-// flight spins for its answer before it parks (rawio.Conn.SetReadSpin):
-// about a replica's answer time on the same node at queue depth 1.
-var readSpin = 50 * time.Microsecond
-
-// spinRun is how many reads in a row must find a single request in flight
-// before readers spin: a sustained queue depth of 1, not a dip of a deep
-// queue (where the processors are busy and a spinning reader takes one
-// from the requests that need it; measured: -14 % at depth 32 without it).
-const spinRun = 8
-
-// spinFor returns how long the next read of an answer may spin.
-func (c *Client) spinFor() time.Duration {
-	if c.inflight.Load() > 1 {
-		c.lowDepth.Store(0)
-		return 0
-	}
-	if c.lowDepth.Add(1) < spinRun {
-		return 0
-	}
-	return readSpin
-}
-
 // readUntil reads and completes answers until op is complete or the
-// connection fails (which fails the client and so completes op).
+// connection fails (which fails the client and so completes op). At a
+// sustained queue depth of 1 the read of an answer spins for it before it
+// parks (rawio.DepthOne: after rawio.SpinRun reads in a row that found at
+// most one request in flight, backing off after spins that ran out, never
+// while tasks wait for a processor; measured without the run: -14 % at
+// depth 32).
 func (cc *clientConn) readUntil(op *Op) {
-	rc, _ := cc.nc.(*rawio.Conn)
 	for !op.finished.Load() {
-		if rc != nil {
-			rc.SetReadSpin(cc.c.spinFor())
-		}
-		if err := cc.readOne(cc.br); err != nil {
+		spin := cc.beforeRead()
+		err := cc.readOne(cc.br)
+		cc.depth.AfterRead(cc.nc, spin)
+		if err != nil {
 			cc.c.fail(fmt.Errorf("dataconn: read from %s: %w", cc.c.addr, err))
 			return
 		}
 	}
+}
+
+// beforeRead records the client's depth for the next read and sets its
+// spin (rawio.DepthOne.BeforeRead); it reports whether the read may spin.
+func (cc *clientConn) beforeRead() bool {
+	cc.depth.Observe(cc.c.inflight.Load() <= 1)
+	return cc.depth.BeforeRead(cc.nc, cc.br.Buffered())
 }
 
 // readOne decodes one response and completes its request.

@@ -1,13 +1,17 @@
 package dataconn
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/longhorn-go/longhorn/engine/rawio"
 )
 
 // TestDialReplicaLocal: with the server also on LocalName(addr), DialReplica
@@ -106,25 +110,26 @@ func TestStuckReplicaDoesNotBlockSubmitter(t *testing.T) {
 	}
 }
 
-// TestSpinOnlyAtSustainedDepthOne: readers spin once spinRun reads in a row
-// found at most one request in flight, and stop at once when more are.
+// TestSpinOnlyAtSustainedDepthOne: the reader of answers does not spin
+// before rawio.SpinRun reads in a row found at most one request in flight,
+// nor at a greater depth, and starts over after one (whether it then spins
+// is rawio.DepthOne's decision, tested there with the CPU pressure set).
 func TestSpinOnlyAtSustainedDepthOne(t *testing.T) {
-	var c Client
-	c.inflight.Store(1)
-	for i := 1; i < spinRun; i++ {
-		if d := c.spinFor(); d != 0 {
-			t.Fatalf("read %d at depth 1 spins %v, want 0 before %d reads", i, d, spinRun)
+	cc := &clientConn{c: &Client{}, br: bufio.NewReader(strings.NewReader(""))}
+	cc.c.inflight.Store(1)
+	for i := 1; i < rawio.SpinRun; i++ {
+		if cc.beforeRead() {
+			t.Fatalf("read %d at depth 1 spins, want none before %d reads", i, rawio.SpinRun)
 		}
 	}
-	if d := c.spinFor(); d != readSpin {
-		t.Fatalf("read %d at depth 1 spins %v, want %v", spinRun, d, readSpin)
+	cc.c.inflight.Store(2)
+	for i := 0; i < 2*rawio.SpinRun; i++ {
+		if cc.beforeRead() {
+			t.Fatalf("read %d at depth 2 spins", i)
+		}
 	}
-	c.inflight.Store(2)
-	if d := c.spinFor(); d != 0 {
-		t.Fatalf("depth 2 spins %v", d)
-	}
-	c.inflight.Store(1)
-	if d := c.spinFor(); d != 0 {
-		t.Fatalf("first read back at depth 1 spins %v", d)
+	cc.c.inflight.Store(1)
+	if cc.beforeRead() {
+		t.Fatal("first read back at depth 1 spins")
 	}
 }
