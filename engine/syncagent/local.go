@@ -12,6 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/longhorn-go/longhorn/engine/bufpool"
 	"github.com/longhorn-go/longhorn/engine/sparse"
 )
 
@@ -127,7 +128,8 @@ const diffBlock = 4096
 func localDiff(dst *os.File, ps []piece, buf []byte) ([]piece, []bool, error) {
 	out := make([]piece, 0, len(ps))
 	keep := make([]bool, 0, len(ps))
-	var tmp []byte
+	tmp := bufpool.Get(compareChunk) // a compare piece is at most compareChunk (splitPieces)
+	defer func() { bufpool.Put(tmp) }()
 	off := int64(0)
 	for _, p := range ps {
 		src := buf[off : off+p.Length]
@@ -136,8 +138,9 @@ func localDiff(dst *os.File, ps []piece, buf []byte) ([]piece, []bool, error) {
 			out, keep = append(out, p), append(keep, true)
 			continue
 		}
-		if int64(cap(tmp)) < p.Length {
-			tmp = make([]byte, p.Length)
+		if int64(len(tmp)) < p.Length {
+			bufpool.Put(tmp)
+			tmp = bufpool.Get(int(p.Length))
 		}
 		t := tmp[:p.Length]
 		n, err := dst.ReadAt(t, p.Offset)
